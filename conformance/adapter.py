@@ -1,0 +1,241 @@
+"""The adapter interface: how one framework spells each step, and how to read its tensors.
+
+An adapter only *spells* and *reads*: it returns the source a user of its
+framework would write for a step, and converts the framework's objects into
+plain NumPy data.  Structure (loops, hooks, observations), comparison and
+classification live once elsewhere.  This module imports no framework; an
+adapter imports its framework when it is instantiated, inside a worker.
+
+The base class holds the spellings both built-in frameworks share (Python
+operators, ``x.detach()``, ``loss.backward()``...); a framework module overrides
+only what its framework spells differently.  A third party adds a framework with
+one module and one entry point in the ``conformance.adapters`` group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+__all__ = ["Adapter", "Unsupported", "adapter_classes", "load_adapter", "installed_version"]
+
+ENTRY_POINT_GROUP = "conformance.adapters"
+
+
+class Unsupported(Exception):
+    """The installed framework has no API for a step; the reason says what was looked for."""
+
+
+def lit(value: Any) -> str:
+    """A Python literal for a validated number or nested list of numbers."""
+    return repr(value)
+
+
+class Adapter:
+    #: The adapter's name in results and on the command line.
+    name: ClassVar[str]
+    #: The module to import; also how the parent checks it is installed without importing it.
+    import_name: ClassVar[str]
+    #: Distribution names whose version is the framework's version, first installed wins.
+    distributions: ClassVar[tuple[str, ...]]
+    #: The alias the generated code uses for the framework module.
+    root: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.fw = importlib.import_module(self.import_name)
+        self.namespace: dict[str, Any] = {}
+
+    # -- facts about the installed framework -------------------------------------
+
+    @property
+    def version(self) -> str:
+        return installed_version(self) or str(getattr(self.fw, "__version__", "unknown"))
+
+    def device_problem(self, device: str) -> str | None:
+        """None when *device* can run cells, else the reason it cannot."""
+        return None if device == "cpu" else f"unknown device {device!r}"
+
+    def device_name(self, device: str) -> str | None:
+        return None
+
+    def prelude(self, device: str) -> list[str]:
+        """Source lines that import the framework and select *device*."""
+        raise NotImplementedError
+
+    # -- inspection helpers: a missing API is Unsupported, found by looking --------
+
+    def resolve(self, dotted: str) -> Any:
+        """The object a dotted name in generated code refers to, or Unsupported."""
+        head, *rest = dotted.split(".")
+        obj = self.namespace[head]
+        for i, part in enumerate(rest):
+            if not hasattr(obj, part):
+                raise Unsupported(f"{'.'.join([head, *rest[:i + 1]])} does not exist in "
+                                  f"{self.name} {self.version}")
+            obj = getattr(obj, part)
+        return obj
+
+    def require_method(self, method: str) -> None:
+        if not hasattr(self.tensor_type, method):
+            raise Unsupported(f"{self.tensor_type.__module__}.{self.tensor_type.__name__} has no "
+                              f"method {method!r} in {self.name} {self.version}")
+
+    def require_parameter(self, dotted: str, parameter: str) -> None:
+        target = self.resolve(dotted)
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            return  # a builtin without a signature: let the call itself answer
+        if parameter not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            raise Unsupported(f"{dotted}() has no parameter {parameter!r} in {self.name} {self.version}")
+
+    @property
+    def tensor_type(self) -> type:
+        raise NotImplementedError
+
+    # -- spellings: each returns an expression or a list of statements -------------
+
+    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+        raise NotImplementedError
+
+    def array(self, value: Any, dtype: str) -> str:
+        return f"np.array({lit(value)}, dtype=np.{dtype})"
+
+    def from_numpy(self, array: str, device: str) -> str:
+        raise NotImplementedError
+
+    def to_tensor(self, array: str, device: str) -> str:
+        raise NotImplementedError
+
+    def numpy(self, x: str, device: str) -> str:
+        return f"{x}.numpy()"
+
+    def method(self, x: str, method: str, *args: str) -> str:
+        self.require_method(method)
+        return f"{x}.{method}({', '.join(args)})"
+
+    def data(self, x: str) -> str:
+        self.require_method("data")
+        return f"{x}.data"
+
+    def requires_grad_(self, x: str) -> list[str]:
+        raise NotImplementedError
+
+    def function(self, name: str) -> str:
+        """The out-of-place function for an element-wise op, e.g. ``torch.sin``."""
+        dotted = f"{self.root}.{name}"
+        self.resolve(dotted)
+        return dotted
+
+    def activation_function(self, name: str) -> str:
+        dotted = f"F.{name}"
+        self.resolve(dotted)
+        return dotted
+
+    def inplace_activation(self, name: str) -> str:
+        dotted = f"F.{name}_"
+        self.resolve(dotted)
+        return dotted
+
+    def add_out(self, a: str, b: str, into: str) -> str:
+        self.require_parameter(f"{self.root}.add", "out")
+        return f"{self.root}.add({a}, {b}, out={into})"
+
+    def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
+        raise NotImplementedError
+
+    def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        raise NotImplementedError
+
+    def activation_module(self, kind: str, inplace: bool | None) -> str:
+        cls = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh"}[kind]
+        dotted = f"nn.{cls}"
+        self.resolve(dotted)
+        if inplace is None:
+            return f"{dotted}()"
+        self.require_parameter(dotted, "inplace")
+        return f"{dotted}(inplace={inplace})"
+
+    def mse_loss(self, a: str, b: str) -> str:
+        self.resolve("F.mse_loss")
+        return f"F.mse_loss({a}, {b})"
+
+    def sgd(self, modules: Sequence[str], lr: float) -> str:
+        raise NotImplementedError
+
+    def zero_grad(self, optimizer: str) -> str:
+        return f"{optimizer}.zero_grad()"
+
+    def backward(self, x: str, retain_graph: bool) -> str:
+        return f"{x}.backward(retain_graph=True)" if retain_graph else f"{x}.backward()"
+
+    def no_grad(self) -> str:
+        self.resolve(f"{self.root}.no_grad")
+        return f"with {self.root}.no_grad():"
+
+    def parameter(self, module_kind: str, module: str, name: str) -> tuple[str, bool]:
+        """The expression for a module's parameter, and whether its layout is transposed
+        relative to the neutral one (Linear weight as out x in)."""
+        if module_kind == "rnn":
+            return f"{module}.{name}_l0", False
+        return f"{module}.{name}", False
+
+    def version_counter(self, x: str) -> str:
+        raise NotImplementedError
+
+    def requires_grad(self, x: str) -> str:
+        return f"{x}.requires_grad"
+
+    def allocated_bytes(self, device: str) -> str | None:
+        """An expression for the bytes the framework has allocated on *device*, if it reports it."""
+        return None
+
+    # -- reading framework objects (run in the worker, never in generated code) ----
+
+    def is_tensor(self, obj: Any) -> bool:
+        return isinstance(obj, self.tensor_type)
+
+    def to_numpy(self, tensor: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
+        """(address of the first element, shape, strides in elements, bytes per element)."""
+        raise NotImplementedError
+
+
+def adapter_classes() -> dict[str, type[Adapter]]:
+    """Registered adapters by name, without importing any framework."""
+    found: dict[str, type[Adapter]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.load())
+    if not found:  # running from a source tree that was never installed
+        from .adapters.paddle import PaddleAdapter
+        from .adapters.torch import TorchAdapter
+
+        found = {"torch": TorchAdapter, "paddle": PaddleAdapter}
+    return found
+
+
+def load_adapter(name: str) -> type[Adapter]:
+    classes = adapter_classes()
+    if name not in classes:
+        raise KeyError(f"no adapter named {name!r}; registered: {sorted(classes)}")
+    return classes[name]
+
+
+def is_installed(cls: type[Adapter]) -> bool:
+    return importlib.util.find_spec(cls.import_name) is not None
+
+
+def installed_version(cls: type[Adapter] | Adapter) -> str | None:
+    for dist in cls.distributions:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None

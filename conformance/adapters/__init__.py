@@ -1,0 +1,1 @@
+"""One module per framework: the only modules that import torch or paddle, and only when instantiated."""

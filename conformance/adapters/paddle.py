@@ -1,0 +1,111 @@
+"""PaddlePaddle (dynamic graph): what a Paddle user writes for each step."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..adapter import Adapter, lit
+
+__all__ = ["PaddleAdapter"]
+
+
+class PaddleAdapter(Adapter):
+    name = "paddle"
+    import_name = "paddle"
+    distributions = ("paddlepaddle", "paddlepaddle-gpu")
+    root = "paddle"
+
+    def device_problem(self, device: str) -> str | None:
+        if device == "gpu":
+            if not self.fw.device.is_compiled_with_cuda():
+                return "paddle.device.is_compiled_with_cuda() is False (a CPU-only build)"
+            if self.fw.device.cuda.device_count() == 0:
+                return "paddle.device.cuda.device_count() is 0"
+            return None
+        return super().device_problem(device)
+
+    def device_name(self, device: str) -> str | None:
+        return self.fw.device.cuda.get_device_name(0) if device == "gpu" else None
+
+    def prelude(self, device: str) -> list[str]:
+        return [
+            "import numpy as np",
+            "import paddle",
+            "import paddle.nn as nn",
+            "import paddle.nn.functional as F",
+            f"DEVICE = {'gpu' if device == 'gpu' else 'cpu'!r}",
+            "paddle.set_device(DEVICE)",
+        ]
+
+    @property
+    def tensor_type(self) -> type:
+        return self.fw.Tensor
+
+    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+        grad = ", stop_gradient=False" if requires_grad else ""
+        return f"paddle.to_tensor({lit(value)}, dtype={dtype!r}{grad})"
+
+    def from_numpy(self, array: str, device: str) -> str:
+        self.resolve("paddle.from_numpy")
+        return f"paddle.from_numpy({array})" + (".cuda()" if device != "cpu" else "")
+
+    def to_tensor(self, array: str, device: str) -> str:
+        return f"paddle.to_tensor({array})"
+
+    def requires_grad_(self, x: str) -> list[str]:
+        return [f"{x}.stop_gradient = False"]
+
+    def function(self, name: str) -> str:
+        if name in ("relu", "sigmoid"):
+            return self.activation_function(name)
+        return super().function(name)
+
+    def _set(self, target: str, values: Any) -> str:
+        return f"{target}.set_value(np.array({lit(values)}, dtype='float32'))"
+
+    def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
+        rows, cols = np.shape(weight)
+        transposed = np.asarray(weight).T.tolist()  # paddle stores Linear weight as in x out
+        lines = [f"{out} = nn.Linear({cols}, {rows}" + (", bias_attr=False)" if bias is None else ")"),
+                 self._set(f"{out}.weight", transposed)]
+        if bias is not None:
+            lines.append(self._set(f"{out}.bias", bias))
+        return lines
+
+    def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        hidden, inputs = np.shape(params["weight_ih"])
+        lines = [f"{out} = nn.SimpleRNN({inputs}, {hidden}, time_major=True)"]
+        lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
+        return lines
+
+    def sgd(self, modules: Sequence[str], lr: float) -> str:
+        params = " + ".join(f"list({m}.parameters())" for m in modules)
+        return f"paddle.optimizer.SGD(learning_rate={lr!r}, parameters={params})"
+
+    def zero_grad(self, optimizer: str) -> str:
+        return f"{optimizer}.clear_grad()"
+
+    def parameter(self, module_kind: str, module: str, name: str) -> tuple[str, bool]:
+        expr, _ = super().parameter(module_kind, module, name)
+        return expr, module_kind == "linear" and name == "weight"
+
+    def version_counter(self, x: str) -> str:
+        return f"{x}.inplace_version"
+
+    def requires_grad(self, x: str) -> str:
+        return f"(not {x}.stop_gradient)"
+
+    def allocated_bytes(self, device: str) -> str | None:
+        return "paddle.device.cuda.memory_allocated()" if device == "gpu" else None
+
+    def to_numpy(self, tensor: Any) -> np.ndarray:
+        return np.array(tensor.detach().cpu().numpy())
+
+    def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
+        shape = tuple(tensor.shape)
+        strides = tuple(getattr(tensor, "strides", ()) or ())
+        if len(strides) != len(shape):  # contiguous layout when strides are not exposed
+            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        return tensor.data_ptr(), shape, strides, tensor.element_size()

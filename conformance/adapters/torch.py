@@ -1,0 +1,101 @@
+"""PyTorch: what a PyTorch user writes for each step."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..adapter import Adapter, lit
+
+__all__ = ["TorchAdapter"]
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    import_name = "torch"
+    distributions = ("torch",)
+    root = "torch"
+
+    def device_problem(self, device: str) -> str | None:
+        if device == "gpu":
+            if not self.fw.cuda.is_available():
+                build = f"CUDA {self.fw.version.cuda}" if self.fw.version.cuda else "a CPU-only build"
+                return f"torch.cuda.is_available() is False ({build})"
+            return None
+        return super().device_problem(device)
+
+    def device_name(self, device: str) -> str | None:
+        return self.fw.cuda.get_device_name(0) if device == "gpu" else None
+
+    def prelude(self, device: str) -> list[str]:
+        return [
+            "import numpy as np",
+            "import torch",
+            "import torch.nn as nn",
+            "import torch.nn.functional as F",
+            f"DEVICE = {'cuda' if device == 'gpu' else 'cpu'!r}",
+        ]
+
+    @property
+    def tensor_type(self) -> type:
+        return self.fw.Tensor
+
+    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+        grad = ", requires_grad=True" if requires_grad else ""
+        return f"torch.tensor({lit(value)}, dtype=torch.{dtype}{grad}, device=DEVICE)"
+
+    def from_numpy(self, array: str, device: str) -> str:
+        self.resolve("torch.from_numpy")
+        return f"torch.from_numpy({array})" + (".to(DEVICE)" if device != "cpu" else "")
+
+    def to_tensor(self, array: str, device: str) -> str:
+        return f"torch.tensor({array}, device=DEVICE)"
+
+    def numpy(self, x: str, device: str) -> str:
+        return f"{x}.cpu().numpy()" if device != "cpu" else f"{x}.numpy()"
+
+    def requires_grad_(self, x: str) -> list[str]:
+        return [f"{x}.requires_grad_()"]
+
+    def function(self, name: str) -> str:
+        return self.activation_function(name) if name == "relu" else super().function(name)
+
+    def inplace_activation(self, name: str) -> str:
+        if name == "sigmoid":  # torch.nn.functional has no sigmoid_; torch.sigmoid_ is the spelling
+            self.resolve("torch.sigmoid_")
+            return "torch.sigmoid_"
+        return super().inplace_activation(name)
+
+    def _parameter(self, values: Any) -> str:
+        return f"nn.Parameter(torch.tensor({lit(values)}, dtype=torch.float32, device=DEVICE))"
+
+    def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
+        rows, cols = np.shape(weight)
+        lines = [f"{out} = nn.Linear({cols}, {rows}, bias={bias is not None}, device=DEVICE)",
+                 f"{out}.weight = {self._parameter(weight)}"]
+        if bias is not None:
+            lines.append(f"{out}.bias = {self._parameter(bias)}")
+        return lines
+
+    def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        hidden, inputs = np.shape(params["weight_ih"])
+        lines = [f"{out} = nn.RNN({inputs}, {hidden}, device=DEVICE)"]
+        lines += [f"{out}.{name}_l0 = {self._parameter(value)}" for name, value in params.items()]
+        return lines
+
+    def sgd(self, modules: Sequence[str], lr: float) -> str:
+        params = " + ".join(f"list({m}.parameters())" for m in modules)
+        return f"torch.optim.SGD({params}, lr={lr!r})"
+
+    def version_counter(self, x: str) -> str:
+        return f"{x}._version"
+
+    def allocated_bytes(self, device: str) -> str | None:
+        return "torch.cuda.memory_allocated()" if device == "gpu" else None
+
+    def to_numpy(self, tensor: Any) -> np.ndarray:
+        return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
+
+    def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
+        return tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.element_size()

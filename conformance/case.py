@@ -1,0 +1,446 @@
+"""The case model: a framework-neutral program of steps, loaded and checked from YAML.
+
+Every problem in a case file becomes a :class:`CaseError` naming the file, the
+line and the problem; nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import _yaml
+from .index import Index, parse_index
+from .ops import MEMORY_OBSERVATIONS, MODULE_PARAMETERS, OBSERVATIONS, OPS, OpSpec
+
+__all__ = ["Case", "CaseError", "Step", "case_from_raw", "find_case_files", "load_case", "load_cases"]
+
+ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
+NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+RESERVED_NAMES = frozenset(dir(builtins)) | {"torch", "paddle", "np", "numpy", "nn", "F", "DEVICE"}
+TOP_LEVEL = {"id", "title", "topic", "source", "description", "tolerance", "timeout", "expected", "steps"}
+MODULE_KINDS = frozenset(MODULE_PARAMETERS)
+
+
+class CaseError(Exception):
+    """A problem in a case file, at a line."""
+
+    def __init__(self, path: Path | str, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step; ``op == "observe"`` for observations (then ``kind``/``of``/``name``)."""
+
+    op: str
+    line: int
+    number: int
+    args: tuple[Any, ...] = ()
+    out: tuple[str, ...] = ()
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    steps: tuple["Step", ...] = ()
+    index: Index | None = None
+    kind: str = ""
+    of: tuple[str, ...] = ()
+    name: str = ""
+
+    @property
+    def spec(self) -> OpSpec:
+        return OPS[self.op]
+
+    def walk(self) -> Iterable["Step"]:
+        yield self
+        for step in self.steps:
+            yield from step.walk()
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    topic: str
+    path: str
+    line: int
+    steps: tuple[Step, ...]
+    raw: Mapping[str, Any]
+    source: str = ""
+    description: str = ""
+    tolerance: Tolerance | None = None
+    timeout: float | None = None
+    expected: Mapping[str, Any] | None = None
+
+    def walk(self) -> Iterable[Step]:
+        for step in self.steps:
+            yield from step.walk()
+
+    def step(self, number: int) -> Step:
+        for step in self.walk():
+            if step.number == number:
+                return step
+        raise KeyError(number)
+
+    @property
+    def observes_memory(self) -> bool:
+        return any(s.op == "observe" and s.kind in MEMORY_OBSERVATIONS for s in self.walk())
+
+
+def find_case_files(paths: Iterable[Path | str]) -> list[Path]:
+    """Every ``*.yaml``/``*.yml`` file under *paths*, sorted, so runs are reproducible."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        else:
+            found.append(path)
+    return sorted(dict.fromkeys(found))
+
+
+def load_case(path: Path | str) -> Case:
+    """Load and check one case file; raise CaseError on any problem."""
+    path = Path(path)
+    try:
+        data, lines = _yaml.load(path)
+    except _yaml.LoadError as exc:
+        raise CaseError(path, exc.line, exc.message) from None
+    except OSError as exc:
+        raise CaseError(path, 1, f"cannot read: {exc.strerror}") from None
+    return _Checker(path, lines).case(data)
+
+
+def load_cases(paths: Iterable[Path | str]) -> tuple[list[Case], list[CaseError]]:
+    """Load every case under *paths*; bad files become errors and the rest still load."""
+    cases: list[Case] = []
+    errors: list[CaseError] = []
+    seen: dict[str, Case] = {}
+    for path in find_case_files(paths):
+        try:
+            case = load_case(path)
+        except CaseError as exc:
+            errors.append(exc)
+            continue
+        if case.id in seen:
+            first = seen[case.id]
+            errors.append(CaseError(path, case.line, f"duplicate case id {case.id!r}, "
+                                    f"first defined at {first.path}:{first.line}"))
+            continue
+        seen[case.id] = case
+        cases.append(case)
+    return cases, errors
+
+
+class _Checker:
+    """Turns plain YAML data into a Case, checking names and types step by step."""
+
+    def __init__(self, path: Path, lines: _yaml.Lines) -> None:
+        self.path = path
+        self.lines = lines
+        self.counter = 0
+        self.addresses: dict[str, int] = {}
+
+    def fail(self, where: tuple, message: str) -> CaseError:
+        return CaseError(self.path, self.lines.of(where), message)
+
+    def case(self, data: Any) -> Case:
+        if not isinstance(data, dict):
+            raise self.fail((), "a case file must be a mapping with 'id', 'title' and 'steps'")
+        unknown = sorted(set(data) - TOP_LEVEL)
+        if unknown:
+            raise self.fail((unknown[0],), f"unknown top-level key {unknown[0]!r}; "
+                            f"expected some of {sorted(TOP_LEVEL)}")
+        for key in ("id", "title", "steps"):
+            if key not in data:
+                raise self.fail((), f"missing required key {key!r}")
+        case_id = data["id"]
+        if not isinstance(case_id, str) or not ID_PATTERN.match(case_id):
+            raise self.fail(("id",), f"id {case_id!r} must be snake_case: lowercase letters, digits, '_'")
+        for key in ("title", "topic", "source", "description"):
+            if key in data and not isinstance(data[key], str):
+                raise self.fail((key,), f"{key} must be a string, not {data[key]!r}")
+        steps = self.steps(data["steps"], ("steps",), scope={})
+        if not steps:
+            raise self.fail(("steps",), "steps must not be empty")
+        observed = [s.name for step in steps for s in step.walk() if s.op == "observe"]
+        if not observed:
+            raise self.fail(("steps",), "the case observes nothing: add an 'observe' step")
+        return Case(
+            id=case_id,
+            title=data["title"],
+            topic=data.get("topic") or self.path.parent.name,
+            path=str(self.path),
+            line=self.lines.of(("id",)),
+            steps=steps,
+            raw=data,
+            source=data.get("source", ""),
+            description=data.get("description", ""),
+            tolerance=self.tolerance(data.get("tolerance")),
+            timeout=self.positive_number(data, "timeout", ("timeout",)),
+            expected=self.expected(data.get("expected"), set(observed)),
+        )
+
+    def tolerance(self, value: Any) -> Tolerance | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) - {"rtol", "atol"}:
+            raise self.fail(("tolerance",), "tolerance must be a mapping with 'rtol' and/or 'atol'")
+        rtol = self.positive_number(value, "rtol", ("tolerance", "rtol"), zero_ok=True)
+        atol = self.positive_number(value, "atol", ("tolerance", "atol"), zero_ok=True)
+        return Tolerance(rtol=1e-5 if rtol is None else rtol, atol=1e-6 if atol is None else atol)
+
+    def positive_number(self, data: dict, key: str, where: tuple, zero_ok: bool = False) -> float | None:
+        if key not in data:
+            return None
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+                value == 0 and not zero_ok):
+            raise self.fail(where, f"{key} must be a positive number, not {value!r}")
+        return float(value)
+
+    def expected(self, value: Any, observed: set[str]) -> Mapping[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(("expected",), "expected must map observation names to values")
+        for name, item in value.items():
+            if name not in observed:
+                raise self.fail(("expected", name), f"expected value for {name!r}, which no step observes")
+            if item is not None:
+                self.numbers(item, ("expected", name), "expected value")
+        return value
+
+    # -- steps ---------------------------------------------------------------------
+
+    def steps(self, value: Any, where: tuple, scope: dict[str, str]) -> tuple[Step, ...]:
+        if not isinstance(value, list):
+            raise self.fail(where, "steps must be a list")
+        return tuple(self.step(item, where + (i,), scope) for i, item in enumerate(value))
+
+    def step(self, data: Any, where: tuple, scope: dict[str, str]) -> Step:
+        if not isinstance(data, dict):
+            raise self.fail(where, f"a step must be a mapping with 'op' or 'observe', not {data!r}")
+        self.counter += 1
+        number = self.counter
+        line = self.lines.of(where)
+        if "observe" in data:
+            return self.observation(data, where, scope, number, line)
+        if "op" not in data:
+            raise self.fail(where, "a step needs an 'op' (or an 'observe') key")
+        op = data["op"]
+        if not isinstance(op, str) or op not in OPS:
+            close = sorted(name for name in OPS if isinstance(op, str) and name.startswith(op[:3]))
+            hint = f"; did you mean one of {close}?" if close else ""
+            raise self.fail(where + ("op",), f"unknown op {op!r}{hint}")
+        spec = OPS[op]
+        allowed = {"op", "args", "out"} | set(spec.fields)
+        extra = sorted(set(data) - allowed)
+        if extra:
+            raise self.fail(where + (extra[0],), f"op {op!r} takes no field {extra[0]!r}; "
+                            f"fields: {sorted(allowed - {'op'})}")
+        args = self.args(spec, data.get("args", []), where, scope)
+        fields = self.fields(spec, data, where, scope)
+        index = None
+        if "index" in spec.fields:
+            try:
+                index = parse_index(data["index"])
+            except ValueError as exc:
+                raise self.fail(where + ("index",), str(exc)) from None
+            for var in index.variables():
+                if scope.get(var) != "counter":
+                    raise self.fail(where + ("index",), f"index uses {var!r}, which is not a loop counter")
+        inner: tuple[Step, ...] = ()
+        if spec.block:
+            inner_scope = dict(scope)
+            if fields.get("var"):
+                inner_scope[fields["var"]] = "counter"
+            inner = self.steps(data["steps"], where + ("steps",), inner_scope)
+            scope.update({k: v for k, v in inner_scope.items() if v != "counter"})
+        out = self.out(spec, data.get("out"), where, scope, args)
+        return Step(op=op, line=line, number=number, args=args, out=out, fields=fields,
+                    steps=inner, index=index)
+
+    def args(self, spec: OpSpec, value: Any, where: tuple, scope: dict[str, str]) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            value = [value]
+        kinds = list(spec.args)
+        if kinds and kinds[-1].startswith("*"):
+            variadic = kinds.pop()[1:]
+            if len(value) < len(kinds) + 1:
+                raise self.fail(where + ("args",), f"op {spec.name!r} takes at least "
+                                f"{len(kinds) + 1} argument(s), got {len(value)}")
+            kinds += [variadic] * (len(value) - len(kinds))
+        elif len(value) != len(kinds):
+            raise self.fail(where + ("args",), f"op {spec.name!r} takes {len(kinds)} argument(s), "
+                            f"got {len(value)}")
+        return tuple(self.arg(kind, item, where + ("args", i), scope)
+                     for i, (kind, item) in enumerate(zip(kinds, value)))
+
+    def arg(self, kind: str, value: Any, where: tuple, scope: dict[str, str]) -> Any:
+        if kind == "operand" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        if not isinstance(value, str):
+            raise self.fail(where, f"argument {value!r} must be the name of a {kind}")
+        bound = scope.get(value)
+        if bound is None:
+            raise self.fail(where, f"name {value!r} is not defined by an earlier step")
+        accepted = {
+            "tensor": {"tensor"},
+            "operand": {"tensor"},
+            "array": {"array"},
+            "data": {"tensor", "array"},
+            "module": MODULE_KINDS,
+            "optimizer": {"optimizer"},
+            "any": {"tensor", "array", "optimizer"} | MODULE_KINDS,
+        }[kind]
+        if bound not in accepted:
+            raise self.fail(where, f"{value!r} is a {bound}, but this argument takes a {kind}")
+        return value
+
+    def fields(self, spec: OpSpec, data: dict, where: tuple, scope: dict[str, str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, fspec in spec.fields.items():
+            at = where + (name,)
+            if name not in data:
+                if fspec.required:
+                    raise self.fail(where, f"op {spec.name!r} needs the field {name!r}")
+                out[name] = fspec.default
+                continue
+            value = data[name]
+            if fspec.type == "numbers":
+                self.numbers(value, at, name)
+            elif fspec.type in ("dtype", "kind"):
+                if value not in fspec.choices:
+                    raise self.fail(at, f"{name} must be one of {list(fspec.choices)}, not {value!r}")
+            elif fspec.type == "bool":
+                if not isinstance(value, bool):
+                    raise self.fail(at, f"{name} must be true or false, not {value!r}")
+            elif fspec.type == "int":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise self.fail(at, f"{name} must be a positive integer, not {value!r}")
+            elif fspec.type == "number":
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise self.fail(at, f"{name} must be a number, not {value!r}")
+            elif fspec.type == "name":
+                if name == "var":
+                    self.new_name(value, at)
+                elif scope.get(value) != "tensor":
+                    raise self.fail(at, f"{name} must name a tensor defined by an earlier step, "
+                                    f"not {value!r}")
+            elif fspec.type == "str":
+                if not isinstance(value, str) or not value:
+                    raise self.fail(at, f"{name} must be a non-empty string, not {value!r}")
+            out[name] = value
+        return out
+
+    def numbers(self, value: Any, where: tuple, what: str, depth: int = 0) -> None:
+        """A number or a rectangular nested list of numbers."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return
+        if not isinstance(value, list) or not value:
+            raise self.fail(where, f"{what} must be a number or a non-empty (nested) list of numbers, "
+                            f"not {value!r}")
+        shapes = set()
+        for i, item in enumerate(value):
+            self.numbers(item, where + (i,), what, depth + 1)
+            shapes.add(_shape(item))
+        if len(shapes) > 1:
+            raise self.fail(where, f"{what} is not rectangular: rows of shapes {sorted(shapes)}")
+
+    def out(self, spec: OpSpec, value: Any, where: tuple, scope: dict[str, str],
+            args: tuple) -> tuple[str, ...]:
+        at = where + ("out",)
+        if value is None:
+            if spec.out in ("required", "many"):
+                raise self.fail(where, f"op {spec.name!r} needs an 'out' name")
+            return ()
+        if spec.out == "none":
+            raise self.fail(at, f"op {spec.name!r} binds no name; remove 'out'")
+        names = value if isinstance(value, list) else [value]
+        if spec.out != "many" and len(names) != 1:
+            raise self.fail(at, f"op {spec.name!r} binds one name, got {value!r}")
+        for name in names:
+            self.new_name(name, at)
+        binds = spec.binds
+        if binds == "same":
+            binds = scope[args[0]]
+        for name in names:
+            scope[name] = binds
+        return tuple(names)
+
+    def new_name(self, name: Any, where: tuple) -> None:
+        if not isinstance(name, str) or not NAME_PATTERN.match(name) or keyword.iskeyword(name):
+            raise self.fail(where, f"{name!r} is not a valid name (letters, digits, '_', "
+                            "starting with a letter)")
+        if name in RESERVED_NAMES:
+            raise self.fail(where, f"{name!r} is reserved; choose another name")
+
+    def observation(self, data: dict, where: tuple, scope: dict[str, str], number: int,
+                    line: int) -> Step:
+        extra = sorted(set(data) - {"observe", "of", "name", "since"})
+        if extra:
+            raise self.fail(where + (extra[0],), f"an observation takes 'observe', 'of', 'name' "
+                            f"and 'since', not {extra[0]!r}")
+        kind = data["observe"]
+        if kind not in OBSERVATIONS:
+            raise self.fail(where + ("observe",), f"unknown observation {kind!r}; "
+                            f"expected one of {list(OBSERVATIONS)}")
+        targets = data.get("of")
+        targets = targets if isinstance(targets, list) else [targets]
+        wanted = 2 if kind == "shares_memory" else 1
+        if len(targets) != wanted:
+            raise self.fail(where + ("of",), f"observe {kind} takes {wanted} name(s) in 'of', "
+                            f"got {data.get('of')!r}")
+        for target in targets:
+            self.target(target, where + ("of",), scope, kind)
+        name = data.get("name") or f"{kind}({', '.join(targets)})"
+        if not isinstance(name, str):
+            raise self.fail(where + ("name",), f"name must be a string, not {name!r}")
+        since = data.get("since")
+        if (kind == "same_storage") != ("since" in data):
+            raise self.fail(where, "'since' (the name of an earlier 'address' observation) goes with "
+                            "observe: same_storage, and only there")
+        if since is not None and self.addresses.get(since) is None:
+            raise self.fail(where + ("since",), f"since {since!r} names no earlier 'address' observation")
+        if kind == "address":
+            self.addresses[name] = number
+        return Step(op="observe", line=line, number=number, kind=kind, of=tuple(targets), name=name,
+                    fields={"since": since} if since else {})
+
+    def target(self, target: Any, where: tuple, scope: dict[str, str], kind: str) -> None:
+        if not isinstance(target, str):
+            raise self.fail(where, f"'of' must name what to observe, not {target!r}")
+        base, _, param = target.partition(".")
+        bound = scope.get(base)
+        if bound is None:
+            raise self.fail(where, f"name {base!r} is not defined by an earlier step")
+        if param:
+            if bound not in MODULE_KINDS or param not in MODULE_PARAMETERS[bound]:
+                raise self.fail(where, f"{target!r}: a {bound} has no parameter {param!r}")
+        elif bound not in ("tensor", "array"):
+            raise self.fail(where, f"cannot observe {kind} of {target!r}, a {bound}")
+        elif bound == "array" and kind not in ("value", "shares_memory", "address", "same_storage"):
+            raise self.fail(where, f"a NumPy array has no {kind}")
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    if isinstance(value, list):
+        return (len(value),) + _shape(value[0])
+    return ()
+
+
+def case_from_raw(raw: Mapping[str, Any], path: str) -> Case:
+    """Rebuild a case from its plain data (as sent to a worker); step numbers are the same."""
+    return _Checker(Path(path), _yaml.Lines()).case(dict(raw))

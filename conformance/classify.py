@@ -1,0 +1,137 @@
+"""Judging: compare what a framework did with the reference and name the outcome.
+
+Pure functions over plain data, so they are tested without any framework.
+
+Default tolerances (per observed dtype, ``np.isclose`` form ``|obs - ref| <=
+atol + rtol * |ref|``):
+
+* float32: rtol 1e-5, atol 1e-6.  A float32 op rounds with relative error at
+  most 2**-24 (6e-8); the short programs in cases chain tens of ops, so honest
+  float32 results stay within ~1e-6.  Wrong gradients from in-place hazards can
+  be as small as 1e-4 relative: 1e-5 keeps a 10x margin on both sides.
+* float64: rtol 1e-9, atol 1e-12, for the same reason with 2**-53.
+* integers and booleans: exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .case import Case, Tolerance
+from .ops import JUDGED_OBSERVATIONS, MEMORY_OBSERVATIONS
+
+__all__ = ["OUTCOMES", "FAILING", "classify", "compare", "default_tolerance"]
+
+OUTCOMES = ("raises", "warns", "silent-correct", "silent-wrong", "aliases", "copies",
+            "unsupported", "crash", "timeout", "error", "skipped")
+#: Outcomes that make a pytest item fail: the dangerous cells the suite exists to expose.
+FAILING = ("silent-wrong", "crash", "timeout")
+
+_DEFAULTS = {"float32": Tolerance(1e-5, 1e-6), "float16": Tolerance(1e-2, 1e-3),
+             "bfloat16": Tolerance(1e-2, 1e-3), "float64": Tolerance(1e-9, 1e-12)}
+
+
+def default_tolerance(dtype: str) -> Tolerance:
+    return _DEFAULTS.get(dtype, Tolerance(0.0, 0.0))
+
+
+def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | None) -> dict[str, Any]:
+    """One judged observation against its reference value."""
+    value = observed.get("value")
+    result: dict[str, Any] = {"ok": False, "reference": None if reference is None else np.asarray(
+        reference, dtype=np.float64).tolist()}
+    if reference is None or value is None:
+        result["ok"] = reference is None and value is None
+        if not result["ok"]:
+            result["reason"] = ("the framework gives no gradient (None) where the reference has one"
+                                if value is None else "the framework gives a value where the reference has None")
+        return result
+    obs = np.asarray(value, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    if obs.shape != ref.shape:
+        if obs.size != ref.size or np.squeeze(obs).shape != np.squeeze(ref).shape:
+            result["reason"] = f"shape {list(obs.shape)} where the reference has {list(ref.shape)}"
+            return result
+        result["shape_note"] = f"shape {list(obs.shape)}, reference {list(ref.shape)}"
+        obs = obs.reshape(ref.shape)
+    tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
+    abs_err = np.abs(obs - ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_err = np.where(ref != 0, abs_err / np.abs(ref), np.where(abs_err == 0, 0.0, np.inf))
+    finite = np.isfinite(obs) == np.isfinite(ref)
+    close = np.isclose(obs, ref, rtol=tol.rtol, atol=tol.atol, equal_nan=True) & finite
+    result.update(ok=bool(close.all()), max_abs_error=float(np.nan_to_num(abs_err, nan=0.0).max(initial=0.0)),
+                  max_rel_error=float(np.nan_to_num(rel_err, nan=0.0, posinf=np.inf).max(initial=0.0)),
+                  rtol=tol.rtol, atol=tol.atol)
+    return result
+
+
+def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] | None,
+             reference_error: str | None) -> tuple[str, dict[str, Any]]:
+    """The outcome of one cell and the details that explain it."""
+    status = reply["status"]
+    details: dict[str, Any] = {}
+    for key in ("warnings", "native_output"):
+        if reply.get(key):
+            details[key] = reply[key]
+    if status in ("skipped", "unsupported", "crash", "timeout", "error"):
+        details.update({k: v for k, v in reply.items() if k not in ("status", "observations")})
+        return status, details
+    if reference_error is not None:
+        details["message"] = f"the reference cannot run this case: {reference_error}"
+        return "error", details
+    assert reference is not None
+    observations = reply.get("observations", [])
+    details["observations"] = judged = _judge(case, observations, reference)
+    errors = [o for o in judged if o.get("ok") is False]
+    if errors:
+        details["max_error"] = max(_error_size(o) for o in errors)
+    if status == "raised":
+        step = case.step(reply["step"])
+        details["exception"] = dict(reply["exception"], step=step.number, op=step.op, line=step.line,
+                                    phase="backward" if step.op == "backward" else (
+                                        "observe" if step.op == "observe" else "op"))
+        return "raises", details
+    missing = [name for name in reference if name not in {o["name"] for o in observations}]
+    if missing:
+        details["message"] = f"observations {missing} were not reported by the worker"
+        return "error", details
+    memory = [o for o in observations if o["kind"] in MEMORY_OBSERVATIONS]
+    if memory:
+        return ("aliases" if any(o["value"] for o in memory) else "copies"), details
+    correct = not errors
+    if reply.get("warnings"):
+        details["correct"] = correct
+        return "warns", details
+    return ("silent-correct" if correct else "silent-wrong"), details
+
+
+def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any]) -> list[dict]:
+    judged = []
+    expected = case.expected or {}
+    for obs in observations:
+        entry = dict(obs)
+        if obs["kind"] in JUDGED_OBSERVATIONS:
+            base_name = obs["name"].split("[", 1)[0]
+            if base_name in expected:
+                entry.update(compare(obs, expected[base_name], case.tolerance), judged_by="expected")
+            elif obs["name"] in reference:
+                entry.update(compare(obs, reference[obs["name"]], case.tolerance), judged_by="reference")
+            if case.observes_memory:  # values in memory cases are evidence, not verdicts
+                entry["matches_value_semantics"] = entry.pop("ok", None)
+        judged.append(entry)
+    return judged
+
+
+def _error_size(observation: Mapping[str, Any]) -> float:
+    rel = observation.get("max_rel_error")
+    if rel is None:
+        return float("inf")
+    return float(rel)
+
+
+def is_failing(outcome: str, details: Mapping[str, Any]) -> bool:
+    """Whether a pytest item should fail for this outcome (wrong results, crash, hang)."""
+    return outcome in FAILING or (outcome == "warns" and details.get("correct") is False)

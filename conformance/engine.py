@@ -1,0 +1,98 @@
+"""Run one cell (case x framework x device) end to end and build its result record.
+
+Execution happens in a worker; judging (reference, comparison, outcome) happens
+here, in the parent, so every framework is judged by the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .adapter import adapter_classes, installed_version, is_installed
+from .case import Case
+from .classify import classify
+from .pool import WorkerCrashed, WorkerPool, WorkerTimeout
+from .reference import ReferenceFailure, run_reference
+from .results import run_info
+
+__all__ = ["Engine", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 120.0
+
+
+class Engine:
+    def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.pool = pool or WorkerPool()
+        self.timeout = timeout
+        self._references: dict[tuple[str, str], tuple[dict | None, str | None]] = {}
+
+    def reference(self, case: Case) -> tuple[dict | None, str | None]:
+        key = (case.path, case.id)
+        if key not in self._references:
+            try:
+                self._references[key] = (run_reference(case).observations, None)
+            except ReferenceFailure as exc:
+                self._references[key] = (None, str(exc))
+        return self._references[key]
+
+    def run_cell(self, case: Case, framework: str, device: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        worker_info: dict[str, Any] | None = None
+        version = "not installed"
+        cls = adapter_classes().get(framework)
+        if cls is None:
+            reply: dict[str, Any] = {"status": "error", "message": f"no adapter named {framework!r}"}
+        elif not is_installed(cls):
+            reply = {"status": "skipped", "reason": f"{framework} is not installed "
+                                                     f"(no module {cls.import_name!r})"}
+        else:
+            version = installed_version(cls) or "unknown"
+            reply, worker_info = self._execute(case, framework, device)
+            if worker_info:
+                version = worker_info["framework_version"]
+        reference, reference_error = self.reference(case)
+        outcome, details = classify(case, reply, reference, reference_error)
+        return {
+            "case": case.id,
+            "case_file": case.path,
+            "topic": case.topic,
+            "title": case.title,
+            "framework": framework,
+            "framework_version": version,
+            "device": device,
+            "outcome": outcome,
+            "details": details,
+            "timings": {"cell_seconds": round(time.perf_counter() - started, 4),
+                        "run_seconds": reply.get("run_seconds"),
+                        "worker_import_seconds": worker_info.get("import_seconds") if worker_info else None},
+            "run_info": run_info(Path(case.path).parent, worker_info, device),
+        }
+
+    def _execute(self, case: Case, framework: str, device: str) -> tuple[dict[str, Any], dict | None]:
+        timeout = case.timeout or self.timeout
+        try:
+            worker = self.pool.get(framework)
+        except WorkerCrashed as exc:
+            return {"status": "crash", "message": f"the {framework} worker died while starting: {exc}",
+                    "signal": exc.signal, "returncode": exc.returncode, "output": exc.output}, None
+        except WorkerTimeout as exc:
+            self.pool.discard(framework)
+            return {"status": "timeout", "message": f"the {framework} worker did not start: {exc}"}, None
+        info = worker.info
+        problem = (info.get("devices") or {}).get(device)
+        if problem:
+            return {"status": "skipped", "reason": problem}, info
+        try:
+            reply = worker.request({"cmd": "run", "case": case.raw, "path": case.path, "device": device},
+                                   timeout)
+        except WorkerCrashed as exc:
+            self.pool.discard(framework)
+            return {"status": "crash", "signal": exc.signal, "returncode": exc.returncode,
+                    "message": str(exc), "output": exc.output}, info
+        except WorkerTimeout:
+            self.pool.discard(framework)
+            return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
+                    "timeout_seconds": timeout}, info
+        return reply, info

@@ -1,0 +1,81 @@
+"""Index expressions of ``getitem`` / ``setitem`` steps, parsed without eval.
+
+Grammar: comma-separated items; each item is an integer, a loop variable, or a
+slice ``start:stop:step`` whose parts are optional integers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+__all__ = ["Index", "parse_index"]
+
+_INT = re.compile(r"-?\d+\Z")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+
+Item = Union[int, str, tuple]  # int, loop-variable name, or ("slice", start, stop, step)
+
+
+@dataclass(frozen=True)
+class Index:
+    items: tuple[Item, ...]
+
+    def source(self) -> str:
+        """The Python spelling, e.g. ``0:2`` or ``i, :``."""
+        return ", ".join(_item_source(item) for item in self.items)
+
+    def variables(self) -> tuple[str, ...]:
+        return tuple(item for item in self.items if isinstance(item, str))
+
+    def resolve(self, env: Mapping[str, int]) -> tuple:
+        """A NumPy-style index tuple, with loop variables taken from *env*."""
+        out: list = []
+        for item in self.items:
+            if isinstance(item, tuple):
+                out.append(slice(*item[1:]))
+            elif isinstance(item, str):
+                out.append(int(env[item]))
+            else:
+                out.append(item)
+        return tuple(out)
+
+
+def _item_source(item: Item) -> str:
+    if isinstance(item, tuple):
+        parts = ["" if p is None else str(p) for p in item[1:]]
+        if parts[2] == "":
+            parts = parts[:2]
+        return ":".join(parts)
+    return str(item)
+
+
+def parse_index(spec: object) -> Index:
+    """Parse *spec* (an int or a string); raise ValueError naming the bad part."""
+    if isinstance(spec, bool) or not isinstance(spec, (int, str)):
+        raise ValueError(f"index must be an integer or a string like '0:2', not {spec!r}")
+    if isinstance(spec, int):
+        return Index((spec,))
+    items: list[Item] = []
+    for raw in spec.split(","):
+        part = raw.strip()
+        if ":" in part:
+            bounds = part.split(":")
+            if len(bounds) > 3:
+                raise ValueError(f"bad slice {part!r} in index {spec!r}")
+            numbers: list[int | None] = []
+            for bound in bounds:
+                bound = bound.strip()
+                if bound and not _INT.match(bound):
+                    raise ValueError(f"slice bound {bound!r} in index {spec!r} is not an integer")
+                numbers.append(int(bound) if bound else None)
+            numbers += [None] * (3 - len(numbers))
+            items.append(("slice", *numbers))
+        elif _INT.match(part):
+            items.append(int(part))
+        elif _NAME.match(part):
+            items.append(part)
+        else:
+            raise ValueError(f"cannot read index item {part!r} in {spec!r}")
+    return Index(tuple(items))

@@ -1,0 +1,218 @@
+"""The worker process: imports one framework once and runs cases for the parent.
+
+Protocol: one JSON request per line on stdin, one JSON reply per line on a
+private copy of stdout.  File descriptors 1 and 2 are redirected to a temporary
+file while a case runs, so native output (glog lines, C++ prints) is recorded
+with that case instead of corrupting the protocol.
+
+Run as ``python -m conformance.worker FRAMEWORK``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .adapter import Adapter, load_adapter
+from .case import case_from_raw
+from .program import translate
+
+__all__ = ["main"]
+
+MAX_NATIVE_OUTPUT = 8000
+
+
+class HarnessFault(Exception):
+    """A fault of the harness (not of the framework) while reading a result."""
+
+
+class _Run:
+    """The state of one case execution: current step, observations, warnings."""
+
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+        self.step = 0
+        self.observations: list[dict[str, Any]] = []
+        self.warning_log: list[warnings.WarningMessage] = []
+        self.warnings: list[dict[str, Any]] = []
+        self.attributed = 0
+        self.addresses: dict[str, list[int] | None] = {}
+
+    def mark(self, number: int) -> None:
+        self.attribute()
+        self.step = number
+
+    def attribute(self) -> None:
+        for w in self.warning_log[self.attributed:]:
+            self.warnings.append({"step": self.step, "category": w.category.__name__,
+                                  "message": str(w.message)})
+        self.attributed = len(self.warning_log)
+
+    def observe(self, key: str, kind: str, getter: Callable[[], Any], transposed: bool) -> None:
+        obj = getter()  # the framework's own action: an exception here is the framework's
+        try:
+            record = {"name": key, "kind": kind, "step": self.step}
+            record.update(self.read(key, kind, obj, transposed))
+        except Exception as exc:
+            raise HarnessFault(f"reading observation {key!r}: {type(exc).__name__}: {exc}") from exc
+        self.observations.append(record)
+
+    def read(self, key: str, kind: str, obj: Any, transposed: bool) -> dict[str, Any]:
+        if kind in ("value", "grad"):
+            if obj is None:
+                return {"value": None}
+            array = obj if isinstance(obj, np.ndarray) else self.adapter.to_numpy(obj)
+            if transposed:
+                array = array.T
+            return {"value": np.asarray(array, dtype=np.float64).tolist(),
+                    "dtype": str(array.dtype), "shape": list(array.shape)}
+        if kind == "shares_memory":
+            spans = [self.span(item) for item in obj]
+            return {"value": _overlap(*spans), "spans": spans}
+        if kind == "address":
+            span = self.span(obj)
+            self.addresses[key] = span
+            return {"value": span}
+        if kind == "same_storage":
+            target, since = obj
+            spans = [self.span(target), self.addresses[since]]
+            return {"value": _overlap(*spans), "spans": spans}
+        if kind in ("version", "allocated_bytes"):
+            return {"value": None if obj is None else int(obj)}
+        return {"value": bool(obj)}
+
+    def span(self, obj: Any) -> list[int] | None:
+        """[first byte, one past the last byte] that *obj*'s elements occupy."""
+        if isinstance(obj, np.ndarray):
+            ptr, shape, itemsize = obj.__array_interface__["data"][0], obj.shape, obj.itemsize
+            strides = [s // itemsize for s in obj.strides]
+        elif self.adapter.is_tensor(obj):
+            ptr, shape, strides, itemsize = self.adapter.memory_layout(obj)
+        else:
+            raise TypeError(f"cannot locate the memory of a {type(obj).__name__}")
+        if not ptr or 0 in shape:
+            return None
+        low = ptr + itemsize * sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+        high = ptr + itemsize * (1 + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0))
+        return [int(low), int(high)]
+
+
+def _overlap(a: list[int] | None, b: list[int] | None) -> bool:
+    return bool(a and b and a[0] < b[1] and b[0] < a[1])
+
+
+class _CapturedOutput:
+    """Redirect fds 1 and 2 into a temporary file for the duration of a case."""
+
+    def __enter__(self) -> "_CapturedOutput":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = (os.dup(1), os.dup(2))
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        for fd in self.saved:
+            os.close(fd)
+        self.file.seek(0)
+        data = self.file.read()
+        self.file.close()
+        self.text = data.decode("utf-8", "replace")[-MAX_NATIVE_OUTPUT:]
+
+
+def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
+    """Translate and execute one case; report what the framework did, unjudged."""
+    case = case_from_raw(request["case"], request["path"])
+    device = request["device"]
+    problem = adapter.device_problem(device)
+    if problem:
+        return {"status": "skipped", "reason": problem}
+    program = translate(case, adapter, device, harness=True)
+    if program.unsupported:
+        return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
+    run = _Run(adapter)
+    namespace: dict[str, Any] = {"_step": run.mark, "_observe": run.observe}
+    reply: dict[str, Any] = {"status": "completed"}
+    started = time.perf_counter()
+    with _CapturedOutput() as output, warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        run.warning_log = log
+        try:
+            exec(compile(program.source, f"<case {case.id}>", "exec"), namespace)
+        except HarnessFault as exc:
+            reply = {"status": "error", "message": str(exc)}
+        except BaseException as exc:  # noqa: BLE001 - whatever the framework raised is the finding
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            reply = {"status": "raised", "step": run.step, "exception": {
+                "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+                "message": str(exc)[:4000]}}
+        run.attribute()
+    reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
+                 run_seconds=time.perf_counter() - started)
+    return reply
+
+
+def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
+          devices: list[str]) -> dict[str, Any]:
+    return {
+        "framework": adapter.name,
+        "framework_version": adapter.version,
+        "import_seconds": import_seconds,
+        "import_warnings": import_warnings,
+        "devices": {d: adapter.device_problem(d) for d in devices},
+        "device_names": {d: adapter.device_name(d) for d in devices if adapter.device_problem(d) is None},
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pid": os.getpid(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    framework = argv[0]
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        adapter = load_adapter(framework)()
+        adapter.namespace = {}
+    import_warnings = [f"{w.category.__name__}: {w.message}" for w in log]
+    exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
+    protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
+                                    ["cpu", "gpu"])) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            if request["cmd"] == "run":
+                reply = run_case(adapter, request)
+            elif request["cmd"] == "render":
+                case = case_from_raw(request["case"], request["path"])
+                program = translate(case, adapter, request["device"], harness=False)
+                reply = {"source": program.source, "unsupported": program.unsupported}
+            else:
+                reply = {"status": "error", "message": f"unknown command {request['cmd']!r}"}
+        except Exception:  # noqa: BLE001 - a harness fault, reported as such
+            reply = {"status": "error", "message": traceback.format_exc(limit=6)}
+        protocol.write(json.dumps(reply) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
