@@ -17,7 +17,7 @@ from . import _yaml
 from .index import Index, parse_index
 from .ops import MEMORY_OBSERVATIONS, MODULE_PARAMETERS, OBSERVATIONS, OPS, OpSpec
 
-__all__ = ["Case", "CaseError", "Step", "case_from_raw", "find_case_files", "load_case", "load_cases"]
+__all__ = ["Case", "CaseError", "Step", "case_from_message", "find_case_files", "load_case", "load_cases"]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -82,6 +82,11 @@ class Case:
     tolerance: Tolerance | None = None
     timeout: float | None = None
     expected: Mapping[str, Any] | None = None
+    lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def to_message(self) -> dict[str, Any]:
+        """Plain data for a worker: the raw case and its line map."""
+        return {"case": self.raw, "path": self.path, "lines": [[list(k), v] for k, v in self.lines.items()]}
 
     def walk(self) -> Iterable[Step]:
         for step in self.steps:
@@ -190,6 +195,7 @@ class _Checker:
             tolerance=self.tolerance(data.get("tolerance")),
             timeout=self.positive_number(data, "timeout", ("timeout",)),
             expected=self.expected(data.get("expected"), set(observed)),
+            lines=self.lines,
         )
 
     def tolerance(self, value: Any) -> Tolerance | None:
@@ -441,6 +447,7 @@ def _shape(value: Any) -> tuple[int, ...]:
     return ()
 
 
-def case_from_raw(raw: Mapping[str, Any], path: str) -> Case:
-    """Rebuild a case from its plain data (as sent to a worker); step numbers are the same."""
-    return _Checker(Path(path), _yaml.Lines()).case(dict(raw))
+def case_from_message(message: Mapping[str, Any]) -> Case:
+    """Rebuild a case from :meth:`Case.to_message` data; step numbers and lines are the same."""
+    lines = _yaml.Lines({tuple(k): v for k, v in message.get("lines", [])})
+    return _Checker(Path(message["path"]), lines).case(dict(message["case"]))

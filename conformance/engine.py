@@ -85,7 +85,7 @@ class Engine:
         if problem:
             return {"status": "skipped", "reason": problem}, info
         try:
-            reply = worker.request({"cmd": "run", "case": case.raw, "path": case.path, "device": device},
+            reply = worker.request({"cmd": "run", "device": device, **case.to_message()},
                                    timeout)
         except WorkerCrashed as exc:
             self.pool.discard(framework)

@@ -149,7 +149,8 @@ class _Writer:
         """Source for the observation's recorded name (see reference.observation_key)."""
         if not counters:
             return repr(name)
-        return f'{name!r} + f"[{",".join("{" + c + "}" for c in counters)}]"'
+        escaped = name.replace("{", "{{").replace("}", "}}")
+        return "f" + repr(escaped + "[" + ",".join("{" + c + "}" for c in counters) + "]")
 
     def target(self, target: str) -> tuple[str, bool]:
         base, _, param = target.partition(".")

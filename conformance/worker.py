@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .adapter import Adapter, load_adapter
-from .case import case_from_raw
+from .case import case_from_message
 from .program import translate
 
 __all__ = ["main"]
@@ -137,7 +137,7 @@ class _CapturedOutput:
 
 def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
     """Translate and execute one case; report what the framework did, unjudged."""
-    case = case_from_raw(request["case"], request["path"])
+    case = case_from_message(request)
     device = request["device"]
     problem = adapter.device_problem(device)
     if problem:
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             if request["cmd"] == "run":
                 reply = run_case(adapter, request)
             elif request["cmd"] == "render":
-                case = case_from_raw(request["case"], request["path"])
+                case = case_from_message(request)
                 program = translate(case, adapter, request["device"], harness=False)
                 reply = {"source": program.source, "unsupported": program.unsupported}
             else:

@@ -1,0 +1,158 @@
+"""The ``conformance`` command: run, validate, list, show (and report, diff)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .case import load_cases
+from .settings import DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+
+__all__ = ["main"]
+
+
+def _bad_input(paths: Sequence[str]) -> int:
+    """Print every case-file problem; return how many there were."""
+    cases, errors = load_cases(paths)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    return len(errors)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import pytest
+
+    paths = args.paths or ["cases"]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        print(f"error: no such path: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    bad = _bad_input(paths)
+    results = Path(args.results)
+    argv = [*paths, "-p", "conformance.plugin", "-p", "no:cacheprovider", "--results", str(results),
+            "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
+    argv += [f"--framework={f}" for f in args.framework or []]
+    argv += [f"--device={d}" for d in args.device or []]
+    if args.timeout:
+        argv += ["--case-timeout", str(args.timeout)]
+    if args.workers:
+        argv += ["-n", args.workers]
+    if args.baselines:
+        argv += ["--baselines", args.baselines]
+    if args.update_baselines:
+        argv += ["--update-baselines"]
+    argv += ["-q", "--tb=short", "-rN"] if not args.verbose else ["-v"]
+    status = pytest.main(argv)
+    from .results import read_records
+
+    records = list(read_records([results])) if results.exists() else []
+    errors = [r for r in records if r["outcome"] == "error"]
+    print(Path(args.summary).read_text() if Path(args.summary).exists() else "no summary written")
+    if bad:
+        print(f"{bad} case file(s) could not be read (see above)", file=sys.stderr)
+        return 2
+    if status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED):
+        return int(status)
+    if not records:
+        print("error: no cell ran", file=sys.stderr)
+        return 1
+    if errors:
+        print(f"{len(errors)} cell(s) hit a harness error", file=sys.stderr)
+        return 1
+    if args.baselines and not args.update_baselines and status == pytest.ExitCode.TESTS_FAILED:
+        print("outcomes changed against the baselines (see above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    paths = args.paths or ["cases"]
+    cases, errors = load_cases(paths)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    print(f"{len(cases)} valid case(s), {len(errors)} invalid file(s)")
+    return 1 if errors else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    cases, errors = load_cases(args.paths or ["cases"])
+    for case in sorted(cases, key=lambda c: (c.topic, c.id)):
+        print(f"{case.topic}/{case.id}  {case.title}")
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .adapter import adapter_classes, is_installed
+    from .pool import Worker
+
+    cases, errors = load_cases(args.paths or ["cases"])
+    matches = [c for c in cases if c.id == args.case]
+    if not matches:
+        print(f"error: no case with id {args.case!r}", file=sys.stderr)
+        return 2
+    cls = adapter_classes().get(args.framework)
+    if cls is None or not is_installed(cls):
+        print(f"error: framework {args.framework!r} is not installed or has no adapter", file=sys.stderr)
+        return 2
+    case = matches[0]
+    worker = Worker(args.framework)
+    try:
+        reply = worker.request({"cmd": "render", "device": args.device, **case.to_message()},
+                               timeout=120)
+    finally:
+        worker.close()
+    if "source" not in reply:
+        print(f"error: {reply.get('message')}", file=sys.stderr)
+        return 1
+    print(reply["source"], end="")
+    if reply.get("unsupported"):
+        print(f"# unsupported from here on: {reply['unsupported']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="conformance", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the matrix and write results and the summary")
+    run.add_argument("paths", nargs="*", help="case files or directories [default: cases]")
+    run.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
+    run.add_argument("--device", action="append", choices=DEVICES, help="device (repeatable)")
+    run.add_argument("--results", default=DEFAULT_RESULTS, help=f"results file [{DEFAULT_RESULTS}]")
+    run.add_argument("--summary", default=DEFAULT_SUMMARY, help=f"summary table [{DEFAULT_SUMMARY}]")
+    run.add_argument("--timeout", type=float, help="seconds per cell before the worker is killed")
+    run.add_argument("-n", "--workers", help="pytest-xdist processes (a number or 'auto')")
+    run.add_argument("--baselines", help="baseline directory to check outcomes against")
+    run.add_argument("--update-baselines", action="store_true", help="rewrite the baselines from this run")
+    run.add_argument("-v", "--verbose", action="store_true", help="one line per cell")
+    run.set_defaults(func=cmd_run)
+
+    validate = sub.add_parser("validate", help="check case files without running them")
+    validate.add_argument("paths", nargs="*")
+    validate.set_defaults(func=cmd_validate)
+
+    listing = sub.add_parser("list", help="list the cases")
+    listing.add_argument("paths", nargs="*")
+    listing.set_defaults(func=cmd_list)
+
+    show = sub.add_parser("show", help="print the framework code the adapter runs for a case")
+    show.add_argument("case")
+    show.add_argument("--framework", required=True)
+    show.add_argument("--device", default="cpu", choices=DEVICES)
+    show.add_argument("--paths", nargs="*", help="where to look for the case [default: cases]")
+    show.set_defaults(func=cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""How each outcome is shown: one symbol and a short label, used by every report."""
+
+from __future__ import annotations
+
+__all__ = ["SYMBOLS", "LABELS", "badge", "ORDER"]
+
+#: Outcomes in report order, most dangerous first.
+ORDER = ("silent-wrong", "crash", "timeout", "warns", "raises", "silent-correct", "aliases", "copies",
+         "unsupported", "error", "skipped")
+
+SYMBOLS = {
+    "silent-wrong": "❌", "crash": "💥", "timeout": "⏱️", "warns": "⚠️", "raises": "🛑",
+    "silent-correct": "✅", "aliases": "🔗", "copies": "📄", "unsupported": "➖", "error": "🐞",
+    "skipped": "⏭️",
+}
+
+LABELS = {
+    "silent-wrong": "silently wrong result", "crash": "the process died", "timeout": "hung",
+    "warns": "warns", "raises": "raises an exception", "silent-correct": "silent, correct",
+    "aliases": "shares memory", "copies": "copies memory", "unsupported": "no such API",
+    "error": "harness error (not a framework behaviour)", "skipped": "not run (reason given)",
+}
+
+
+def badge(outcome: str) -> str:
+    return f"{SYMBOLS.get(outcome, '?')} {outcome}"
