@@ -21,6 +21,9 @@ _PLAIN_TAGS = {
     "tag:yaml.org,2002:bool",
     "tag:yaml.org,2002:null",
 }
+_COLLECTION_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+MAX_NUMBER_CHARS = 100
 
 
 class LoadError(Exception):
@@ -73,7 +76,11 @@ def load(path: Path) -> tuple[Any, Lines]:
         raise LoadError(raw.count(b"\n", 0, exc.start) + 1, "not UTF-8 text") from None
     if "\x00" in text:
         raise LoadError(text.count("\n", 0, text.index("\x00")) + 1, "binary content (NUL byte)")
-    loader = _Composer(text)
+    try:
+        loader = _Composer(text)  # the reader rejects control characters here, before parsing
+    except yaml.reader.ReaderError as exc:
+        raise LoadError(text.count("\n", 0, exc.position) + 1,
+                        f"unacceptable character #x{exc.character:04x}: {exc.reason}") from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -91,7 +98,10 @@ def load(path: Path) -> tuple[Any, Lines]:
 
 
 def _to_data(loader: yaml.SafeLoader, node: yaml.Node, path: tuple, lines: Lines) -> Any:
-    lines[path] = node.start_mark.line + 1
+    line = lines[path] = node.start_mark.line + 1
+    allowed = {_COLLECTION_TAGS[type(node)]} if type(node) in _COLLECTION_TAGS else _PLAIN_TAGS
+    if node.tag not in allowed:  # a tag on a mapping or sequence is refused too, not ignored
+        raise LoadError(line, f"tag {node.tag!r} is not allowed")
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -104,6 +114,10 @@ def _to_data(loader: yaml.SafeLoader, node: yaml.Node, path: tuple, lines: Lines
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_to_data(loader, item, path + (i,), lines) for i, item in enumerate(node.value)]
-    if node.tag not in _PLAIN_TAGS:
-        raise LoadError(node.start_mark.line + 1, f"tag {node.tag!r} is not allowed")
-    return loader.construct_object(node)
+    if node.tag in _NUMBER_TAGS and len(node.value) > MAX_NUMBER_CHARS:
+        # int() of a long decimal raises, and a long sexagesimal (1:2:3...) takes quadratic time
+        raise LoadError(line, f"number literal longer than {MAX_NUMBER_CHARS} characters")
+    try:
+        return loader.construct_object(node)
+    except (ValueError, OverflowError) as exc:
+        raise LoadError(line, f"cannot read scalar {node.value[:40]!r}: {exc}") from None

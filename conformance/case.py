@@ -211,7 +211,7 @@ class _Checker:
         if key not in data:
             return None
         value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or (
                 value == 0 and not zero_ok):
             raise self.fail(where, f"{key} must be a positive number, not {value!r}")
         return float(value)
@@ -342,7 +342,7 @@ class _Checker:
             elif fspec.type == "name":
                 if name == "var":
                     self.new_name(value, at)
-                elif scope.get(value) != "tensor":
+                elif not isinstance(value, str) or scope.get(value) != "tensor":
                     raise self.fail(at, f"{name} must name a tensor defined by an earlier step, "
                                     f"not {value!r}")
             elif fspec.type == "str":
@@ -418,7 +418,7 @@ class _Checker:
         if (kind == "same_storage") != ("since" in data):
             raise self.fail(where, "'since' (the name of an earlier 'address' observation) goes with "
                             "observe: same_storage, and only there")
-        if since is not None and self.addresses.get(since) is None:
+        if since is not None and (not isinstance(since, str) or self.addresses.get(since) is None):
             raise self.fail(where + ("since",), f"since {since!r} names no earlier 'address' observation")
         if kind == "address":
             self.addresses[name] = number

@@ -115,6 +115,58 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import os
+
+    from .heatmap import write_heatmap
+    from .report import case_attributions, default_results, load_sources, render_report
+
+    paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
+    if not paths:
+        print(f"error: no results files in {Path(DEFAULT_RESULTS).parent}; run `conformance run` first",
+              file=sys.stderr)
+        return 2
+    unreadable = [str(p) for p in paths if not p.is_file() or not os.access(p, os.R_OK)]
+    if unreadable:
+        print(f"error: cannot read results file(s): {', '.join(unreadable)}", file=sys.stderr)
+        return 2
+    try:
+        records, sources = load_sources(paths)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not records:
+        print(f"error: no records in {', '.join(map(str, paths))}", file=sys.stderr)
+        return 2
+    output = Path(args.output)
+    plot_link = plot_note = None
+    if args.plot:
+        plot_note = write_heatmap(records, args.plot)
+        if plot_note is None:
+            plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_report(records, sources, plot=plot_link, plot_note=plot_note,
+                                    attributions=case_attributions(records), link_base=output.parent),
+                      encoding="utf-8")
+    print(f"report: {output}" + (f"\nplot: {args.plot}" if plot_link else ""))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .diff import BadInput, compare, exit_status, load_side, render_markdown, render_text
+
+    try:
+        comparison = compare(load_side(args.old), load_side(args.new))
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render_text(comparison), end="")
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(render_markdown(comparison), encoding="utf-8")
+    return exit_status(comparison)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -146,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--device", default="cpu", choices=DEVICES)
     show.add_argument("--paths", nargs="*", help="where to look for the case [default: cases]")
     show.set_defaults(func=cmd_show)
+
+    report = sub.add_parser("report", help="render the compatibility report from results files")
+    report.add_argument("results", nargs="*",
+                        help="results files [default: reports/results/*.jsonl except latest.jsonl, "
+                             "else latest.jsonl]")
+    report.add_argument("--output", default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
+    report.add_argument("--plot", default="reports/compatibility.png",
+                        help="heatmap PNG, drawn when matplotlib is installed [%(default)s]")
+    report.add_argument("--no-plot", dest="plot", action="store_const", const=None, help="draw no heatmap")
+    report.set_defaults(func=cmd_report)
+
+    diff = sub.add_parser("diff", help="list every cell whose outcome changed between two files")
+    diff.add_argument("old", help="results (.jsonl) or baseline (.json) file")
+    diff.add_argument("new", help="results (.jsonl) or baseline (.json) file")
+    diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
+    diff.set_defaults(func=cmd_diff)
     return parser
 
 

@@ -32,7 +32,8 @@ class Engine:
         key = (case.path, case.id)
         if key not in self._references:
             try:
-                self._references[key] = (run_reference(case).observations, None)
+                limit = case.timeout or self.timeout
+                self._references[key] = (run_reference(case, time_limit=limit).observations, None)
             except ReferenceFailure as exc:
                 self._references[key] = (None, str(exc))
         return self._references[key]
@@ -52,7 +53,9 @@ class Engine:
             reply, worker_info = self._execute(case, framework, device)
             if worker_info:
                 version = worker_info["framework_version"]
-        reference, reference_error = self.reference(case)
+        reference, reference_error = None, None
+        if reply["status"] in ("completed", "raised"):  # only a result needs judging
+            reference, reference_error = self.reference(case)
         outcome, details = classify(case, reply, reference, reference_error)
         return {
             "case": case.id,

@@ -26,6 +26,7 @@ from .summary import write_summary
 
 _ENGINE = pytest.StashKey[Engine]()
 _SEEN_IDS = pytest.StashKey[dict]()
+_RUNS_CASES = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -101,7 +102,8 @@ def _targets_cases(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SEEN_IDS] = {}
-    if _is_controller(config) and _targets_cases(config):
+    config.stash[_RUNS_CASES] = _targets_cases(config)
+    if _is_controller(config) and config.stash[_RUNS_CASES]:
         path = results_path(config)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")  # a new run; records are appended as cells finish
@@ -132,7 +134,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if not _is_controller(config):
+    if not _is_controller(config) or not config.stash.get(_RUNS_CASES, False):
         return
     path = results_path(config)
     if not path.exists() or not path.stat().st_size:
@@ -146,7 +148,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     path = results_path(config)
-    if not _is_controller(config) or not path.exists() or not path.stat().st_size:
+    if not (_is_controller(config) and config.stash.get(_RUNS_CASES, False)
+            and path.exists() and path.stat().st_size):
         return
     counts: dict[str, dict[str, int]] = {}
     for record in read_records([path]):

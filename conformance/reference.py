@@ -19,6 +19,7 @@ It imports no framework and judges every framework alike.  Semantics
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -126,9 +127,10 @@ class ReferenceResult:
     observations: dict[str, np.ndarray | None]
 
 
-def run_reference(case: Case) -> ReferenceResult:
-    """Interpret *case* with value semantics; raise ReferenceFailure if it cannot."""
-    interpreter = _Interpreter()
+def run_reference(case: Case, time_limit: float = 60.0) -> ReferenceResult:
+    """Interpret *case* with value semantics; raise ReferenceFailure if it cannot,
+    or if it has not finished within *time_limit* seconds (a case may loop for ever)."""
+    interpreter = _Interpreter(time.monotonic() + time_limit)
     interpreter.run(case.steps, ())
     return ReferenceResult(interpreter.observations)
 
@@ -239,7 +241,8 @@ def _detached(node: Node) -> Node:
 
 
 class _Interpreter:
-    def __init__(self) -> None:
+    def __init__(self, deadline: float = float("inf")) -> None:
+        self.deadline = deadline
         self.env: dict[str, Any] = {}
         self.observations: dict[str, np.ndarray | None] = {}
         self.grad_enabled = True
@@ -250,6 +253,8 @@ class _Interpreter:
 
     def run(self, steps: tuple[Step, ...], loop: tuple[int, ...]) -> None:
         for step in steps:
+            if time.monotonic() > self.deadline:
+                raise ReferenceFailure(step, "the reference ran out of time on this case")
             try:
                 self.step(step, loop)
             except ReferenceFailure:

@@ -1,0 +1,40 @@
+"""Shared fixtures: which frameworks are installed (found without importing them)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance.adapter import adapter_classes, is_installed
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "cases" / "seed"
+INSTALLED = [name for name, cls in adapter_classes().items() if is_installed(cls)]
+
+
+def framework_params() -> list:
+    """One param per registered framework, skipped with a reason when it is not installed."""
+    return [pytest.param(name, marks=pytest.mark.skipif(name not in INSTALLED,
+                                                        reason=f"{name} is not installed"))
+            for name in adapter_classes()]
+
+
+@pytest.fixture
+def write_case(tmp_path: Path):
+    """Write a case file under tmp_path/cases/ and return its path."""
+
+    def write(text: str, name: str | None = None) -> Path:
+        directory = tmp_path / "cases" / "t"
+        directory.mkdir(parents=True, exist_ok=True)
+        text = textwrap.dedent(text)
+        if name is None:
+            name = text.split("id:", 1)[1].split()[0] + ".yaml"
+        path = directory / name
+        path.write_text(text)
+        return path
+
+    return write

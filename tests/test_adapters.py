@@ -1,0 +1,180 @@
+"""Adapters on the real frameworks: every op translates and runs; reproducers run standalone."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conformance.case import load_case, load_cases
+from conformance.engine import Engine
+from conformance.ops import OPS
+
+from .conftest import ROOT, SEED, framework_params
+
+ALL_OPS = """
+    id: every_op
+    title: every op of the vocabulary once, in a program no framework should reject
+    steps:
+      - {op: tensor, out: x, value: [[0.5, -1.0], [1.5, 2.0]], requires_grad: true}
+      - {op: tensor, out: w, value: [[0.2], [0.3]]}
+      - {op: tensor, out: one, value: 1.0}
+      - {op: array, out: arr, value: [1.0, 2.0], dtype: float32}
+      - {op: from_numpy, args: [arr], out: t1}
+      - {op: to_tensor, args: [arr], out: t2}
+      - {op: numpy, args: [t2], out: back}
+      - {op: mul, args: [x, 1.0], out: m}
+      - {op: sin, args: [m], out: s1}
+      - {op: cos, args: [m], out: c1}
+      - {op: exp, args: [m], out: e1}
+      - {op: tanh, args: [m], out: t3}
+      - {op: sigmoid, args: [m], out: g1}
+      - {op: relu, args: [m], out: r1}
+      - {op: add, args: [s1, c1], out: a1}
+      - {op: sub, args: [a1, e1], out: a2}
+      - {op: div, args: [a2, 2.0], out: a3}
+      - {op: pow, args: [t3, 2], out: a4}
+      - {op: matmul, args: [a4, w], out: a5}
+      - {op: clone, args: [g1], out: k}
+      - {op: sin_, args: [k]}
+      - {op: cos_, args: [k]}
+      - {op: exp_, args: [k]}
+      - {op: tanh_, args: [k]}
+      - {op: sigmoid_, args: [k]}
+      - {op: relu_, args: [k]}
+      - {op: add_, args: [k, one]}
+      - {op: sub_, args: [k, one]}
+      - {op: mul_, args: [k, one]}
+      - {op: div_, args: [k, one]}
+      - {op: iadd, args: [k, r1]}
+      - {op: isub, args: [k, one]}
+      - {op: imul, args: [k, one]}
+      - {op: idiv, args: [k, one]}
+      - {op: getitem, args: [k], index: "0", out: row}
+      - {op: tensor, out: z, value: [0.0, 0.0]}
+      - {op: setitem, args: [z, row], index: ":"}
+      - {op: tensor, out: acc, value: [0.0, 0.0]}
+      - {op: add_out, args: [z, z], into: acc}
+      - {op: detach, args: [k], out: d}
+      - {op: data, args: [x], out: xd}
+      - {op: tensor, out: fresh, value: [1.0, 2.0]}
+      - {op: requires_grad_, args: [fresh]}
+      - {op: linear, out: fc, weight: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], bias: [0.0, 0.1, 0.2]}
+      - {op: call, args: [fc, k], out: lin}
+      - {op: activation, kind: tanh, out: act}
+      - {op: call, args: [act, lin], out: acted}
+      - {op: rnn, out: cell, weight_ih: [[0.5]], weight_hh: [[-0.3]], bias_ih: [0.1], bias_hh: [0.2]}
+      - {op: tensor, out: seq, value: [[[1.0]], [[2.0]]]}
+      - {op: tensor, out: h0, value: [[[0.0]]]}
+      - {op: call, args: [cell, seq, h0], out: [rout, hn]}
+      - {op: tensor, out: target, value: [[[1.0]], [[1.0]]]}
+      - {op: mse_loss, args: [rout, target], out: rl}
+      - {op: sgd, args: [fc, cell], lr: 0.1, out: opt}
+      - {op: zero_grad, args: [opt]}
+      - {op: sum, args: [acted], out: l1}
+      - {op: mean, args: [a5], out: l2}
+      - {op: add, args: [l1, l2], out: l3}
+      - {op: add, args: [l3, rl], out: l4}
+      - {op: pow, args: [fresh, 2], out: f2}
+      - {op: sum, args: [f2], out: l5}
+      - {op: add, args: [l4, l5], out: loss}
+      - {op: backward, args: [loss], retain_graph: true}
+      - {observe: grad, of: x}
+      - {observe: grad, of: fresh}
+      - {observe: grad, of: fc.weight}
+      - {observe: grad, of: cell.weight_hh}
+      - {op: step, args: [opt]}
+      - op: no_grad
+        steps:
+          - {op: mul, args: [x, 2.0], out: nog}
+      - op: repeat
+        times: 2
+        var: i
+        steps:
+          - {op: getitem, args: [seq], index: i, out: item}
+          - {observe: value, of: item}
+      - op: measure_allocated
+        name: alloc
+        steps:
+          - {op: assign, args: [x], out: x_again}
+      - {observe: value, of: back}
+      - {observe: value, of: acc}
+      - {observe: value, of: fc.weight}
+      - {observe: requires_grad, of: nog}
+      - {observe: is_leaf, of: fresh}
+      - {observe: version, of: k}
+      - {observe: address, of: x, name: x_at}
+      - {observe: same_storage, of: x_again, since: x_at}
+      - {observe: shares_memory, of: [x, xd]}
+      - {observe: shares_memory, of: [t1, arr]}
+"""
+
+
+def test_the_every_op_case_uses_every_op(write_case) -> None:
+    case = load_case(write_case(ALL_OPS))
+    assert {step.op for step in case.walk()} - {"observe"} == set(OPS)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = Engine(timeout=120)
+    yield engine
+    engine.pool.close()
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_every_op_translates_and_runs(engine, write_case, framework: str) -> None:
+    record = engine.run_cell(load_case(write_case(ALL_OPS)), framework, "cpu")
+    details = record["details"]
+    # A framework may lack an API (unsupported, found by inspection), but nothing in this
+    # program is a hazard: anything else than a faithful memory outcome is a harness fault.
+    assert record["outcome"] in ("aliases", "copies", "unsupported"), details
+    if record["outcome"] == "unsupported":
+        assert record["framework"] in details["reason"]
+    else:
+        names = {o["name"] for o in details["observations"]}
+        assert {"grad(x)", "grad(fc.weight)", "value(item)[1]", "alloc", "version(k)"} <= names
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_every_seed_case_gets_a_faithful_outcome(engine, framework: str) -> None:
+    cases, errors = load_cases([SEED])
+    assert not errors and len(cases) >= 12
+    for case in cases:
+        record = engine.run_cell(case, framework, "cpu")
+        assert record["outcome"] not in ("error", "crash", "timeout"), (case.id, record["details"])
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_gpu_cells_run_or_are_skipped_with_a_reason(engine, framework: str) -> None:
+    record = engine.run_cell(load_case(SEED / "clone_grad_flow.yaml"), framework, "gpu")
+    if record["outcome"] == "skipped":
+        assert record["details"]["reason"]
+    else:
+        assert record["outcome"] not in ("error", "crash", "timeout"), record["details"]
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_the_reproducer_runs_standalone_and_prints_the_observations(framework: str) -> None:
+    source = subprocess.run([sys.executable, "-m", "conformance.cli", "show", "clone_grad_flow",
+                             "--framework", framework], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout
+    assert "import" in source and "_step(" not in source
+    run = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    printed = dict(line.split(" ", 1) for line in run.stdout.splitlines() if line.startswith(("a_", "clone")))
+    assert "7." in printed["a_grad_after_z"]
+    assert "None" in printed["clone_grad"]
+
+
+def test_torch_facts_the_seed_articles_report(engine) -> None:
+    pytest.importorskip("torch", reason="torch is not installed")
+    leaf = engine.run_cell(load_case(SEED / "leaf_sin_inplace.yaml"), "torch", "cpu")
+    assert leaf["outcome"] == "raises"
+    assert leaf["details"]["exception"]["type"] == "RuntimeError"
+    assert leaf["details"]["exception"]["op"] == "sin_"
+    assert "leaf Variable" in leaf["details"]["exception"]["message"]
+    assert engine.run_cell(load_case(SEED / "from_numpy_aliasing.yaml"), "torch", "cpu")["outcome"] == "aliases"
+    relu = engine.run_cell(load_case(SEED / "relu_inplace_saved_input.yaml"), "torch", "cpu")
+    assert relu["details"]["exception"]["phase"] == "backward"

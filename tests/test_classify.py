@@ -1,0 +1,136 @@
+"""Judging without frameworks: tolerances, and the outcome of synthetic worker replies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.case import load_case
+from conformance.classify import classify, compare, default_tolerance, is_failing
+
+from .conftest import SEED
+
+
+def obs(value, dtype="float32", name="grad(x)", kind="grad", step=5):
+    return {"name": name, "kind": kind, "step": step, "value": value, "dtype": dtype}
+
+
+def test_float32_rounding_is_correct_but_a_1e4_relative_error_is_wrong() -> None:
+    reference = np.array([0.1234567, -2.5, 40.0])
+    rounded = reference.astype(np.float32).astype(np.float64)
+    assert compare(obs(rounded.tolist()), reference, None)["ok"]
+    off = reference * (1 + 1e-4)
+    result = compare(obs(off.tolist()), reference, None)
+    assert not result["ok"]
+    assert result["max_rel_error"] == pytest.approx(1e-4, rel=1e-6)
+
+
+def test_float64_tolerance_is_tighter_than_float32() -> None:
+    assert default_tolerance("float64").rtol < default_tolerance("float32").rtol
+    reference = np.array([1.0, 2.0])
+    assert not compare(obs([1.0 + 1e-7, 2.0], dtype="float64"), reference, None)["ok"]
+    assert compare(obs([1.0 + 1e-7, 2.0], dtype="float32"), reference, None)["ok"]
+
+
+def test_none_gradients() -> None:
+    assert compare(obs(None), None, None)["ok"]
+    missing = compare(obs(None), np.array([1.0]), None)
+    assert not missing["ok"] and "None" in missing["reason"]
+    assert not compare(obs([0.0]), None, None)["ok"]
+
+
+def test_shapes_must_agree_up_to_singleton_dimensions() -> None:
+    assert not compare(obs([1.0, 2.0]), np.array([[1.0, 2.0], [3.0, 4.0]]), None)["ok"]
+    squeezed = compare(obs([[2.0]]), np.array(2.0), None)
+    assert squeezed["ok"] and "shape_note" in squeezed
+
+
+def test_a_non_finite_result_is_wrong() -> None:
+    assert not compare(obs([float("nan")]), np.array([1.0]), None)["ok"]
+    assert not compare(obs([float("inf")]), np.array([1.0]), None)["ok"]
+
+
+CASE = load_case(SEED / "clone_grad_flow.yaml")
+REFERENCE = {"a_grad_after_y": np.array(2.0), "clone_grad": None, "a_grad_after_z": np.array(7.0)}
+GOOD = [obs(2.0, name="a_grad_after_y", step=8), obs(None, name="clone_grad", step=10),
+        obs(7.0, name="a_grad_after_z", step=11)]
+
+
+def reply(status="completed", observations=GOOD, **extra):
+    return {"status": status, "observations": observations, "warnings": [], **extra}
+
+
+def test_silent_correct_and_silent_wrong() -> None:
+    assert classify(CASE, reply(), REFERENCE, None)[0] == "silent-correct"
+    wrong = [*GOOD[:2], obs(7.0007, name="a_grad_after_z", step=11)]
+    outcome, details = classify(CASE, reply(observations=wrong), REFERENCE, None)
+    assert outcome == "silent-wrong"
+    assert details["max_error"] == pytest.approx(1e-4, rel=1e-3)
+    assert is_failing(outcome, details)
+
+
+def test_warnings_make_warns_and_keep_correctness() -> None:
+    warning = [{"step": 10, "category": "UserWarning", "message": "not a leaf"}]
+    outcome, details = classify(CASE, reply(warnings=warning), REFERENCE, None)
+    assert (outcome, details["correct"]) == ("warns", True)
+    assert not is_failing(outcome, details)
+    wrong = [*GOOD[:2], obs(8.0, name="a_grad_after_z", step=11)]
+    outcome, details = classify(CASE, reply(observations=wrong, warnings=warning), REFERENCE, None)
+    assert (outcome, details["correct"]) == ("warns", False)
+    assert is_failing(outcome, details)
+
+
+def test_raises_names_the_step_and_the_phase() -> None:
+    raised = reply("raised", GOOD[:1], step=9, exception={"type": "RuntimeError", "message": "boom"})
+    outcome, details = classify(CASE, raised, REFERENCE, None)
+    assert outcome == "raises"
+    assert details["exception"]["op"] == "backward"
+    assert details["exception"]["phase"] == "backward"
+    assert details["exception"]["line"] == CASE.step(9).line
+    raised_at_op = reply("raised", [], step=2, exception={"type": "ValueError", "message": "leaf"})
+    assert classify(CASE, raised_at_op, REFERENCE, None)[1]["exception"]["phase"] == "op"
+
+
+def test_a_missing_observation_is_a_harness_error() -> None:
+    outcome, details = classify(CASE, reply(observations=GOOD[:2]), REFERENCE, None)
+    assert outcome == "error" and "a_grad_after_z" in details["message"]
+
+
+def test_a_reference_failure_is_an_error_not_a_framework_outcome() -> None:
+    outcome, details = classify(CASE, reply(), None, "backward of a non-scalar")
+    assert outcome == "error" and "reference" in details["message"]
+
+
+def test_memory_cases_are_aliases_or_copies() -> None:
+    case = load_case(SEED / "detach_shares_memory.yaml")
+    reference = {"value(a)": np.array([1.0, 2.0, 3.0])}
+    shared = [obs([2.0, 3.0, 4.0], name="value(a)", kind="value"),
+              {"name": "shares_memory(a, b)", "kind": "shares_memory", "step": 6, "value": True}]
+    outcome, details = classify(case, reply(observations=shared), reference, None)
+    assert outcome == "aliases"
+    assert details["observations"][0]["matches_value_semantics"] is False
+    shared[1] = dict(shared[1], value=False)
+    assert classify(case, reply(observations=shared), reference, None)[0] == "copies"
+
+
+@pytest.mark.parametrize("status", ["crash", "timeout", "unsupported", "skipped", "error"])
+def test_worker_level_statuses_pass_through(status: str) -> None:
+    outcome, details = classify(CASE, {"status": status, "reason": "r", "message": "m"}, REFERENCE, None)
+    assert outcome == status
+    assert is_failing(outcome, details) == (status in ("crash", "timeout"))
+
+
+def test_expected_values_in_the_case_replace_the_reference(write_case) -> None:
+    case = load_case(write_case("""
+        id: stated
+        title: t
+        expected: {value(y): [2.0]}
+        steps:
+          - {op: tensor, out: x, value: [1.0]}
+          - {op: add, args: [x, x], out: y}
+          - {observe: value, of: y}
+    """))
+    observed = [obs([2.0], name="value(y)", kind="value", step=3)]
+    outcome, details = classify(case, reply(observations=observed), {"value(y)": np.array([99.0])}, None)
+    assert outcome == "silent-correct"
+    assert details["observations"][0]["judged_by"] == "expected"

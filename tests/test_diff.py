@@ -1,0 +1,239 @@
+"""The outcome diff: severity ranking, column pairing (upgrade and port), inputs and exit status."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.diff import Cell, compare, load_side, render_markdown, render_text, severity
+
+
+def record(case: str, outcome: str, framework: str = "torch", version: str = "2.6.2", device: str = "cpu",
+           **details: Any) -> dict[str, Any]:
+    return {"case": case, "case_file": f"/nowhere/{case}.yaml", "topic": "t", "title": case,
+            "framework": framework, "framework_version": version, "device": device, "outcome": outcome,
+            "details": details, "timings": {}, "run_info": {}}
+
+
+def raised(type_: str = "RuntimeError", message: str = "modified by an inplace operation",
+           phase: str = "backward") -> dict[str, Any]:
+    return {"exception": {"type": type_, "message": message + "\nHint: anomaly detection", "step": 3,
+                          "op": "backward", "line": 9, "phase": phase}}
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+OLD = [
+    record("to_wrong", "raises", **raised()),
+    record("to_crash", "silent-correct"),
+    record("raise_to_silent", "raises", **raised()),
+    record("aliasing", "copies"),
+    record("message", "raises", **raised(message="old text")),
+    record("warn_wrong", "warns", correct=True, warnings=[{"category": "UserWarning", "message": "careful"}]),
+    record("same", "aliases"),
+    record("gone", "raises", **raised()),
+    record("now_skipped", "raises", **raised()),
+]
+NEW = [
+    record("to_wrong", "silent-wrong", version="3.0.0", max_error=0.25),
+    record("to_crash", "crash", version="3.0.0", message="the worker died", signal=11),
+    record("raise_to_silent", "silent-correct", version="3.0.0"),
+    record("aliasing", "aliases", version="3.0.0"),
+    record("message", "raises", version="3.0.0", **raised(message="new | text")),
+    record("warn_wrong", "warns", version="3.0.0", correct=False,
+           warnings=[{"category": "UserWarning", "message": "careful"}]),
+    record("same", "aliases", version="3.0.0"),
+    record("added", "raises", version="3.0.0", **raised()),
+    record("now_skipped", "skipped", version="3.0.0", reason="no GPU"),
+]
+
+
+def run_diff(tmp_path: Path, old: list[dict], new: list[dict], *extra: str) -> int:
+    old_path, new_path = write(tmp_path / "old.jsonl", old), write(tmp_path / "new.jsonl", new)
+    return main(["diff", str(old_path), str(new_path), *extra])
+
+
+def test_severity_function() -> None:
+    assert severity(Cell("raises"), Cell("silent-wrong")) == 1
+    assert severity(Cell("warns", correct=True), Cell("warns", correct=False)) == 1
+    assert severity(Cell("warns"), Cell("warns", correct=False)) is None  # a baseline has no correctness flag
+    assert severity(Cell("silent-wrong"), Cell("silent-wrong")) is None
+    assert severity(Cell("raises"), Cell("timeout")) == 2
+    assert severity(Cell("raises"), Cell("silent-correct")) == 3
+    assert severity(Cell("silent-correct"), Cell("unsupported")) == 3
+    assert severity(Cell("silent-wrong"), Cell("silent-correct")) == 3  # a fix is still listed
+    assert severity(Cell("copies"), Cell("aliases")) == 4
+    assert severity(Cell("raises", "RuntimeError", "a"), Cell("raises", "ValueError", "a")) == 5
+    assert severity(Cell("raises", "E", "a", "op"), Cell("raises", "E", "a", "backward")) == 5
+    assert severity(Cell("raises", "E", "a"), Cell("raises", "E", "b")) == 5
+    assert severity(Cell("raises", "E", None), Cell("raises", "E", "b")) is None  # baseline: no message
+    assert severity(Cell("raises"), Cell("skipped")) == 6
+
+
+def test_upgrade_view_ranked_by_severity(tmp_path: Path, capsys) -> None:
+    status = run_diff(tmp_path, OLD, NEW)
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "torch 2.6.2 cpu  ->  torch 3.0.0 cpu  (upgrade view)" in out
+    headings = re.findall(r"^\[(\d)\] ", out, re.M)
+    assert headings == ["1", "2", "3", "4", "5", "6"]
+    lines = out.splitlines()
+    order = [next(i for i, line in enumerate(lines) if line.startswith(f"  {case} "))
+             for case in ("to_wrong", "warn_wrong", "to_crash", "raise_to_silent", "aliasing", "message",
+                          "now_skipped")]
+    assert order == sorted(order)
+    assert ("  to_wrong [cpu]  raises -> silent-wrong  was RuntimeError (backward): modified by an inplace "
+            "operation; now max relative error 0.25") in lines
+    assert any(line.startswith("  warn_wrong [cpu]  warns -> warns (wrong result)") for line in lines)
+    assert any(line.startswith("  to_crash [cpu]  silent-correct -> crash  the worker died") for line in lines)
+    assert "  aliasing [cpu]  copies -> aliases" in lines
+    assert any(line.startswith("  message [cpu]  raises -> raises  was RuntimeError (backward): old text; "
+                               "now RuntimeError (backward): new | text") for line in lines)
+    assert "  same " not in out
+    assert "only in OLD: 1\n  gone [cpu]" in out and "only in NEW: 1\n  added [cpu]" in out
+    assert out.rstrip().splitlines()[-1].startswith("counts: 8 cells compared in 1 column pair(s); 2 became wrong, "
+                                                    "1 newly crash/timeout, 1 behaviour changed, 1 aliases/copies, "
+                                                    "1 message-only, 1 not comparable; 1 only in OLD, 1 only in NEW")
+
+
+def test_exit_status_zero_without_severe_changes(tmp_path: Path, capsys) -> None:
+    status = run_diff(tmp_path, [record("a", "copies"), record("b", "raises", **raised())],
+                         [record("a", "aliases"), record("b", "silent-correct")])
+    assert status == 0
+    assert "[3] " in capsys.readouterr().out
+    status = run_diff(tmp_path, [record("a", "copies")], [record("a", "copies")])
+    assert status == 0
+    assert "no outcome changed" in capsys.readouterr().out
+    status = run_diff(tmp_path, [record("a", "raises")], [record("a", "timeout", message="hung")])
+    assert status == 1
+
+
+def test_bad_input_exits_2_without_traceback(tmp_path: Path, capsys) -> None:
+    good = write(tmp_path / "good.jsonl", [record("a", "raises")])
+    assert main(["diff", str(tmp_path / "missing.jsonl"), str(good)]) == 2
+    assert "error: " in capsys.readouterr().err
+    (tmp_path / "junk.json").write_text("this is not json\nnor this\n")
+    assert main(["diff", str(good), str(tmp_path / "junk.json")]) == 2
+    err = capsys.readouterr().err
+    assert "junk.json" in err and "Traceback" not in err
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main(["diff", str(good), str(tmp_path / "empty.jsonl")]) == 2
+    (tmp_path / "bad_baseline.json").write_text(json.dumps({"framework": "torch", "cells": {}}))
+    assert main(["diff", str(tmp_path / "bad_baseline.json"), str(good)]) == 2
+    assert "missing field" in capsys.readouterr().err
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00garbage")
+    assert main(["diff", str(good), str(tmp_path / "binary.jsonl")]) == 2
+
+
+def test_torn_last_line_is_tolerated(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.jsonl", [record("a", "raises")])
+    path.write_text(path.read_text() + '{"case": "b", "outc')
+    assert set(load_side(path).columns[("torch", "2.6.2", "cpu")]) == {"a"}
+
+
+def test_baseline_file_as_old(tmp_path: Path, capsys) -> None:
+    baseline = tmp_path / "torch-2.6.2-cpu.json"
+    baseline.write_text(json.dumps({"framework": "torch", "version": "2.6.2", "device": "cpu", "cells": {
+        "a": {"outcome": "raises", "exception": "RuntimeError", "phase": "backward"},
+        "b": {"outcome": "raises", "exception": "RuntimeError", "phase": "backward"},
+        "c": {"outcome": "copies"}}}))
+    new = write(tmp_path / "new.jsonl", [record("a", "silent-wrong", version="3.0.0", max_error=0.1),
+                                         record("b", "raises", version="3.0.0", **raised(phase="op")),
+                                         record("c", "copies", version="3.0.0")])
+    assert main(["diff", str(baseline), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert f"OLD: {baseline} (baseline)" in out
+    assert "  a [cpu]  raises -> silent-wrong  was RuntimeError (backward); now max relative error 0.1" in out
+    assert "[5] " in out and "  b [cpu]  raises -> raises  was RuntimeError (backward); now RuntimeError (op)" in out
+    assert "  c " not in out
+
+
+def test_porting_view_torch_vs_paddle(tmp_path: Path, capsys) -> None:
+    torch = write(tmp_path / "torch.jsonl", [
+        record("iadd", "raises", version="2.13.0", **raised()),
+        record("rnn", "raises", version="2.13.0", **raised()),
+        record("numpy", "aliases", version="2.13.0"),
+        record("iadd", "skipped", version="2.13.0", device="gpu", reason="no GPU"),
+        record("rnn", "skipped", version="2.13.0", device="gpu", reason="no GPU")])
+    paddle = write(tmp_path / "paddle.jsonl", [
+        record("iadd", "silent-correct", framework="paddle", version="3.3.1"),
+        record("rnn", "silent-wrong", framework="paddle", version="3.3.1", max_error=7.8e-4),
+        record("numpy", "copies", framework="paddle", version="3.3.1"),
+        record("iadd", "skipped", framework="paddle", version="3.3.1", device="gpu", reason="CPU build"),
+        record("rnn", "skipped", framework="paddle", version="3.3.1", device="gpu", reason="CPU build")])
+    markdown = tmp_path / "out" / "diff.md"
+    assert main(["diff", str(torch), str(paddle), "--markdown", str(markdown)]) == 1
+    out = capsys.readouterr().out
+    assert "  torch 2.13.0 cpu  ->  paddle 3.3.1 cpu  (porting view)" in out
+    assert "  torch 2.13.0 gpu  ->  paddle 3.3.1 gpu  (porting view)" in out
+    assert "  rnn [cpu]  raises -> silent-wrong" in out
+    assert "  iadd [cpu]  raises -> silent-correct" in out
+    assert "  numpy [cpu]  aliases -> copies" in out
+    assert "[gpu]" not in out  # skipped on both sides: nothing changed
+    md = markdown.read_text(encoding="utf-8")
+    sections = re.findall(r"^## (\d)\. ", md, re.M)
+    assert sections == ["1", "3", "4"]
+    assert "| torch 2.13.0 cpu | paddle 3.3.1 cpu | porting view |" in md
+    assert "| `rnn` | cpu | silent-wrong |" not in md
+    assert re.search(r"^\| `rnn` \| cpu \| raises \| silent-wrong \| .*0\.00078 \|$", md, re.M)
+    # and the other way round
+    assert main(["diff", str(paddle), str(torch)]) == 0
+    assert "  rnn [cpu]  silent-wrong -> raises" in capsys.readouterr().out
+
+
+def test_several_columns_per_file_matched_by_framework_and_device(tmp_path: Path, capsys) -> None:
+    both = [record("a", "raises", **raised()), record("a", "silent-correct", framework="paddle", version="3.3.1"),
+            record("a", "skipped", device="gpu", reason="no GPU")]
+    edited = [dict(r) for r in both]
+    edited[1] = record("a", "silent-wrong", framework="paddle", version="3.3.1", max_error=0.5)
+    assert main(["diff", str(write(tmp_path / "a.jsonl", both)), str(write(tmp_path / "b.jsonl", edited))]) == 1
+    out = capsys.readouterr().out
+    assert "  paddle 3.3.1 cpu  ->  paddle 3.3.1 cpu  (same version)" in out
+    assert "  torch 2.6.2 cpu  ->  torch 2.6.2 cpu  (same version)" in out
+    assert "  a [paddle 3.3.1 cpu]  silent-correct -> silent-wrong  max relative error 0.5" in out
+    # one side holds only paddle: torch is reported as not compared, paddle still matched
+    only_paddle = [record("a", "silent-correct", framework="paddle", version="3.4.0")]
+    assert main(["diff", str(tmp_path / "a.jsonl"), str(write(tmp_path / "c.jsonl", only_paddle))]) == 0
+    out = capsys.readouterr().out
+    assert "  paddle 3.3.1 cpu  ->  paddle 3.4.0 cpu  (upgrade view)" in out
+    assert "not compared: OLD column torch 2.6.2 cpu" in out
+
+
+def test_no_matching_device_is_bad_input(tmp_path: Path, capsys) -> None:
+    cpu = write(tmp_path / "cpu.jsonl", [record("a", "raises"), record("b", "raises", framework="paddle")])
+    gpu = write(tmp_path / "gpu.jsonl", [record("a", "raises", device="gpu")])
+    assert main(["diff", str(cpu), str(gpu)]) == 2
+    assert "by device" in capsys.readouterr().err
+
+
+def test_markdown_escapes_pipes(tmp_path: Path) -> None:
+    old = write(tmp_path / "o.jsonl", [record("m", "raises", **raised(message="a | b"))])
+    new = write(tmp_path / "n.jsonl", [record("m", "raises", **raised(message="c | d"))])
+    md = render_markdown(compare(load_side(old), load_side(new)))
+    rows = [line for line in md.splitlines() if line.startswith("| `m`")]
+    assert len(rows) == 1 and len(re.split(r"(?<!\\)\|", rows[0])) == 7
+    assert "a \\| b" in rows[0] and "c \\| d" in rows[0]
+    assert "## 5. " in md
+    assert render_text(compare(load_side(old), load_side(new))).count("\n  m [cpu]") == 1
+
+
+@pytest.mark.parametrize("edit", ["silent-wrong", "copies"])
+def test_real_latest_against_itself_edited(tmp_path: Path, capsys, edit: str) -> None:
+    latest = Path(__file__).resolve().parents[1] / "reports" / "results" / "latest.jsonl"
+    if not latest.is_file():
+        pytest.skip("no reports/results/latest.jsonl (run `conformance run` first)")
+    records = [json.loads(line) for line in latest.read_text().splitlines() if line.strip()]
+    target = next(r for r in records if r["outcome"] not in ("skipped", edit, "silent-wrong"))
+    edited = [dict(r, outcome=edit) if r is target else r for r in records]
+    status = main(["diff", str(latest), str(write(tmp_path / "edited.jsonl", edited))])
+    out = capsys.readouterr().out
+    assert f"  {target['case']} [" in out and f"-> {edit}" in out
+    assert status == (1 if edit == "silent-wrong" else 0)

@@ -1,0 +1,106 @@
+"""Cells through real frameworks: faults cost one cell, and the run goes on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conformance.case import load_case
+from conformance.engine import Engine
+
+from .conftest import INSTALLED, SEED
+
+needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+FRAMEWORK = INSTALLED[0] if INSTALLED else "torch"
+
+NEVER_RETURNS = """
+    id: never_returns
+    title: a loop far longer than the timeout
+    steps:
+      - {op: tensor, out: x, value: [1.0, 2.0]}
+      - op: repeat
+        times: 1000000000
+        steps:
+          - {op: add, args: [x, x], out: y}
+      - {observe: value, of: y}
+"""
+
+QUICK = """
+    id: quick
+    title: one op
+    steps:
+      - {op: tensor, out: x, value: [1.0, 2.0]}
+      - {op: mul, args: [x, 3.0], out: y}
+      - {observe: value, of: y}
+"""
+
+
+@pytest.fixture
+def engine():
+    engine = Engine(timeout=60)
+    yield engine
+    engine.pool.close()
+
+
+@needs_framework
+def test_a_hanging_step_times_out_and_the_next_cell_runs(engine, write_case) -> None:
+    hang = load_case(write_case(NEVER_RETURNS))
+    first_pid = engine.pool.get(FRAMEWORK).pid
+    engine.timeout = 3
+    record = engine.run_cell(hang, FRAMEWORK, "cpu")
+    assert record["outcome"] == "timeout"
+    assert "3 s" in record["details"]["message"]
+    after = engine.run_cell(load_case(write_case(QUICK)), FRAMEWORK, "cpu")
+    assert after["outcome"] == "silent-correct"
+    assert engine.pool.get(FRAMEWORK).pid != first_pid  # the hung worker was replaced
+
+
+@needs_framework
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+def test_a_worker_killed_mid_case_is_a_crash_and_the_run_goes_on(engine, write_case, sig) -> None:
+    hang = load_case(write_case(NEVER_RETURNS))
+    worker = engine.pool.get(FRAMEWORK)
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(engine.run_cell(hang, FRAMEWORK, "cpu")))
+    thread.start()
+    time.sleep(1.5)  # the case is now inside its loop
+    os.kill(worker.pid, sig)
+    thread.join(timeout=60)
+    assert result["outcome"] == "crash"
+    assert result["details"]["signal"] == sig.name
+    after = engine.run_cell(load_case(write_case(QUICK)), FRAMEWORK, "cpu")
+    assert after["outcome"] == "silent-correct"
+
+
+@needs_framework
+def test_a_missing_framework_is_skipped_with_a_reason(engine) -> None:
+    record = engine.run_cell(load_case(SEED / "clone_grad_flow.yaml"), "no-such-framework", "cpu")
+    assert record["outcome"] == "error"
+    assert "no adapter" in record["details"]["message"]
+
+
+@needs_framework
+def test_a_record_carries_the_cell_and_its_run_info(engine) -> None:
+    record = engine.run_cell(load_case(SEED / "clone_then_requires_grad.yaml"), FRAMEWORK, "cpu")
+    for key in ("case", "framework", "framework_version", "device", "outcome", "details", "timings",
+                "run_info"):
+        assert key in record
+    assert record["framework_version"] not in ("", "unknown", "not installed")
+    for key in ("python", "os", "numpy", "cpu", "cases_revision"):
+        assert key in record["run_info"]
+    assert record["timings"]["run_seconds"] > 0
+
+
+@needs_framework
+def test_import_warnings_are_not_attributed_to_a_case(engine) -> None:
+    worker = engine.pool.get(FRAMEWORK)
+    import_warnings = worker.info["import_warnings"]
+    record = engine.run_cell(load_case(SEED / "clone_then_requires_grad.yaml"), FRAMEWORK, "cpu")
+    case_warnings = [w["message"] for w in record["details"].get("warnings", [])]
+    for message in import_warnings:
+        assert message.split(": ", 1)[-1] not in case_warnings
+    assert record["outcome"] == "silent-correct"

@@ -1,0 +1,200 @@
+"""The reference: value semantics, and gradients checked against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance import reference as ref
+from conformance.case import load_case
+from conformance.ops import UNARY
+from conformance.reference import ReferenceFailure, run_reference
+
+from .conftest import SEED
+
+
+def numeric_grad(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central finite differences of a scalar function, float64."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        grad[i] = (f(up) - f(down)) / (2 * h)
+    return grad
+
+
+def backprop(node: ref.Node, leaf: ref.Box) -> np.ndarray:
+    interpreter = ref._Interpreter()
+    interpreter.backward(None, ref._sum(node))  # type: ignore[arg-type]
+    return leaf.grad
+
+
+def leaf(value) -> ref.Box:
+    box = ref.Box()
+    box._node = ref.Node(np.array(value, dtype=np.float64), leaf=box, requires_grad=True)
+    return box
+
+
+X = np.array([[0.3, -1.2, 2.0], [0.7, 0.1, -0.4]])
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_gradients_match_finite_differences(name: str) -> None:
+    x = leaf(X)
+    got = backprop(ref._unary(name, x.node), x)
+    want = numeric_grad(lambda v: UNARY[name].forward(v).sum(), X)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "matmul"])
+def test_binary_gradients_match_finite_differences(name: str) -> None:
+    a_value = np.abs(X) + 0.5
+    b_value = np.array([1.5, -0.5, 2.0]) if name != "matmul" else np.array([[0.2], [-1.0], [0.4]])
+    a, b = leaf(a_value), leaf(b_value)
+    node = ref._binary(name, a.node, b.node)
+    ref._Interpreter().backward(None, ref._sum(node))  # type: ignore[arg-type]
+
+    def f(av, bv):
+        return ref._binary(name, ref.Node(av), ref.Node(bv)).value.sum()
+
+    np.testing.assert_allclose(a.grad, numeric_grad(lambda v: f(v, b_value), a_value), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(b.grad, numeric_grad(lambda v: f(a_value, v), b_value), rtol=1e-6, atol=1e-7)
+
+
+def test_inplace_on_a_leaf_gives_the_gradient_of_the_original_value(write_case) -> None:
+    case = load_case(SEED / "leaf_sin_inplace.yaml")
+    obs = run_reference(case).observations
+    x0 = np.array([0.5, 1.0, 1.5])
+    np.testing.assert_allclose(obs["value(x)"], np.sin(x0))
+    np.testing.assert_allclose(obs["grad(x)"], np.cos(x0))
+
+
+def test_write_through_a_view_updates_its_base(write_case) -> None:
+    case = load_case(write_case("""
+        id: view_write
+        title: t
+        steps:
+          - {op: tensor, out: y, value: [1.0, 2.0, 3.0], requires_grad: true}
+          - {op: mul, args: [y, 1.0], out: z}
+          - {op: getitem, args: [z], index: "0:2", out: v}
+          - {op: tensor, out: two, value: 2.0}
+          - {op: mul_, args: [v, two]}
+          - {op: sum, args: [z], out: loss}
+          - {op: backward, args: [loss]}
+          - {observe: value, of: z}
+          - {observe: grad, of: y}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(z)"], [2.0, 4.0, 3.0])
+    np.testing.assert_allclose(obs["grad(y)"], [2.0, 2.0, 1.0])
+
+
+def test_untracked_write_does_not_change_earlier_gradients(write_case) -> None:
+    case = load_case(write_case("""
+        id: data_write
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+          - {op: mul, args: [x, x], out: y}
+          - {op: data, args: [x], out: d}
+          - {op: imul, args: [d, 3.0]}
+          - {op: sum, args: [y], out: loss}
+          - {op: backward, args: [loss]}
+          - {observe: value, of: x}
+          - {observe: grad, of: x}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(x)"], [3.0, 6.0])
+    np.testing.assert_allclose(obs["grad(x)"], [2.0, 4.0])  # 2 * x as it was when y was computed
+
+
+def test_assignment_aliases_and_detach_copies(write_case) -> None:
+    case = load_case(write_case("""
+        id: alias_vs_detach
+        title: t
+        steps:
+          - {op: tensor, out: a, value: [1.0, 2.0]}
+          - {op: assign, args: [a], out: same}
+          - {op: detach, args: [a], out: fresh}
+          - {op: tensor, out: one, value: 1.0}
+          - {op: add_, args: [a, one]}
+          - {observe: value, of: same}
+          - {observe: value, of: fresh}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(same)"], [2.0, 3.0])
+    np.testing.assert_allclose(obs["value(fresh)"], [1.0, 2.0])
+
+
+def test_clone_grad_flow_matches_the_seed_article() -> None:
+    obs = run_reference(load_case(SEED / "clone_grad_flow.yaml")).observations
+    assert float(obs["a_grad_after_y"]) == pytest.approx(2.0)
+    assert obs["clone_grad"] is None
+    assert float(obs["a_grad_after_z"]) == pytest.approx(7.0)
+
+
+def _elman(params: dict, x: float, h: float) -> float:
+    return np.tanh(params["weight_ih"] * x + params["bias_ih"] + params["weight_hh"] * h + params["bias_hh"])
+
+
+def test_rnn_hidden_reuse_gradients_match_finite_differences_over_the_history() -> None:
+    """Step i's loss depends on every earlier step, each at the parameters of its own time.
+
+    An independent NumPy re-implementation: record the parameter snapshot each step
+    used, then differentiate loss_i with respect to a perturbation added to the
+    parameter in every step that loss_i reaches back to.
+    """
+    case = load_case(SEED / "rnn_hidden_reuse.yaml")
+    obs = run_reference(case).observations
+    names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    params = {"weight_ih": 0.5, "weight_hh": -0.3, "bias_ih": 0.1, "bias_hh": 0.2}
+    xs, ys, lr = [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0], 0.01
+    snapshots: list[dict] = []
+
+    def loss_at(i: int, name: str, delta: float) -> float:
+        h = 0.0
+        for k in range(i + 1):
+            p = dict(snapshots[k])
+            p[name] += delta
+            h = _elman(p, xs[k], h)
+        return (h - ys[i]) ** 2
+
+    for i in range(5):
+        snapshots.append(dict(params))
+        grads = {}
+        for name in names:
+            grads[name] = (loss_at(i, name, 1e-6) - loss_at(i, name, -1e-6)) / 2e-6
+            np.testing.assert_allclose(np.ravel(obs[f"grad(rnn.{name})[{i}]"]), [grads[name]],
+                                       rtol=1e-6, err_msg=f"{name} at step {i}")
+        np.testing.assert_allclose(float(np.ravel(obs[f"value(loss)[{i}]"])[0]), loss_at(i, names[0], 0.0))
+        params = {name: params[name] - lr * grads[name] for name in names}
+
+
+def test_iadd_after_relu_reference_gradient_matches_finite_differences() -> None:
+    obs = run_reference(load_case(SEED / "iadd_after_relu.yaml")).observations
+    inp = np.array([[1.0, -2.0], [0.5, 3.0]])
+    feature = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    weight = np.array([[0.5, -0.4], [0.3, 0.8], [-0.6, 0.2]])
+    bias = np.array([0.1, -0.2, 0.05])
+
+    def loss(w, b):
+        x = np.maximum(inp @ w.T + b, 0.0) + feature
+        return (x * x).sum()
+
+    np.testing.assert_allclose(obs["grad(fc.weight)"], numeric_grad(lambda w: loss(w, bias), weight), rtol=1e-7)
+    np.testing.assert_allclose(obs["grad(fc.bias)"], numeric_grad(lambda b: loss(weight, b), bias), rtol=1e-7)
+
+
+def test_an_ill_posed_case_is_a_reference_failure(write_case) -> None:
+    case = load_case(write_case("""
+        id: no_grad_backward
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0]}
+          - {op: sum, args: [x], out: s}
+          - {op: backward, args: [s]}
+          - {observe: value, of: x}
+    """))
+    with pytest.raises(ReferenceFailure, match="does not require grad"):
+        run_reference(case)

@@ -1,0 +1,238 @@
+"""The compatibility report, on synthetic records (no framework needed) and one real torch run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.report import (default_results, load_sources, render_report, version_key,
+                                version_ranges)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record(case: str, framework: str, version: str, outcome: str, device: str = "cpu", topic: str = "grad",
+           title: str | None = None, **details: Any) -> dict[str, Any]:
+    return {"case": case, "case_file": f"/nowhere/{case}.yaml", "topic": topic, "title": title or f"title of {case}",
+            "framework": framework, "framework_version": version, "device": device, "outcome": outcome,
+            "details": details, "timings": {},
+            "run_info": {"python": "3.11.7", "os": "Linux-test", "cpu": "Test CPU", "gpu": None,
+                         "numpy": "2.0.0", "cases_revision": "abc123"}}
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def cells_of(line: str) -> list[str]:
+    """A markdown table row split on unescaped pipes."""
+    assert line.startswith("| ") and line.endswith(" |"), line
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line[1:-1])]
+
+
+def row(report: str, first_cell: str) -> list[str]:
+    for line in report.splitlines():
+        if line.startswith("| ") and cells_of(line)[0] == first_cell:
+            return cells_of(line)[1:]
+    raise AssertionError(f"no row {first_cell!r} in report")
+
+
+RAISE = {"exception": {"type": "RuntimeError", "message": "modified by an inplace operation\nHint: more",
+                       "step": 4, "op": "backward", "line": 12, "phase": "backward"}}
+
+
+def history() -> list[dict[str, Any]]:
+    """Two frameworks over several versions; the skipped GPU column has no cell that ran."""
+    records = []
+    for version, a, b in (("2.6.2", "silent-wrong", "copies"), ("3.0.0", "raises", "aliases"),
+                          ("3.3.1", "raises", "aliases")):
+        extra = RAISE if a == "raises" else {"max_error": 0.0123}
+        records += [record("hidden_reuse", "torch", version, a, **extra),
+                    record("from_numpy", "torch", version, b, topic="memory")]
+        records.append(record("hidden_reuse", "torch", version, "skipped", device="gpu",
+                              reason="torch.cuda.is_available() is False"))
+    for version, a in (("2.6.2", "silent-wrong"), ("3.0.0", "silent-wrong"), ("3.3.1", "silent-wrong"),
+                       ("3.10.0", "raises")):
+        records.append(record("hidden_reuse", "paddle", version, a, **(RAISE if a == "raises" else {})))
+    records.append(record("from_numpy", "paddle", "3.10.0", "unsupported", topic="memory",
+                          reason="no zero-copy constructor in paddle"))
+    return records
+
+
+def test_version_key_is_numeric() -> None:
+    versions = ["3.10.0", "2.13.0+cpu", "3.0.0", "2.9.1", "3.0.0rc1", "3.0.0.post1", "3.3"]
+    assert sorted(versions, key=version_key) == ["2.9.1", "2.13.0+cpu", "3.0.0rc1", "3.0.0", "3.0.0.post1",
+                                                 "3.3", "3.10.0"]
+    assert version_key("3.0") == version_key("3.0.0")
+
+
+def test_version_ranges_sentences() -> None:
+    def say(outcomes: dict[str, str | None], axis: list[str] | None = None) -> str:
+        return ", ".join(str(r) for r in version_ranges(outcomes, axis))
+
+    assert say({"2.6.2": "silent-wrong", "3.0.0": "raises", "3.3.1": "raises"}) == \
+        "silent-wrong in 2.6.2, raises since 3.0.0"
+    assert say({"3.10.0": "raises", "2.6.2": "silent-wrong", "3.3.1": "silent-wrong", "3.0.0": "silent-wrong"}) \
+        == "silent-wrong in 2.6.2–3.3.1, raises since 3.10.0"
+    assert say({"2.6.2": "copies", "3.0.0": "aliases", "3.3.1": "aliases"}) == "copies in 2.6.2, aliases since 3.0.0"
+    # a version where the case did not run breaks a range instead of being bridged
+    assert say({"1.0": "raises", "2.0": "skipped", "3.0": "raises"}) == "raises in 1.0, raises since 3.0"
+    assert say({"1.0": "raises", "3.0": "raises"}, ["1.0", "2.0", "3.0"]) == "raises in 1.0, raises since 3.0"
+    # the newest version present did not run this case: no "since"
+    assert say({"1.0": "raises", "2.0": "raises"}, ["1.0", "2.0", "3.0"]) == "raises in 1.0–2.0"
+    # a single version present is not a "since"
+    assert say({"3.3.1": "aliases"}) == "aliases in 3.3.1"
+
+
+def test_table_columns_cells_and_counts(tmp_path: Path) -> None:
+    records, sources = load_sources([write(tmp_path / "history.jsonl", history())])
+    report = render_report(records, sources)
+    header = next(line for line in report.splitlines() if line.startswith("| case |"))
+    assert cells_of(header) == ["case", "paddle 2.6.2 cpu", "paddle 3.0.0 cpu", "paddle 3.3.1 cpu",
+                                "paddle 3.10.0 cpu", "torch 2.6.2 cpu", "torch 3.0.0 cpu", "torch 3.3.1 cpu"]
+    assert row(report, "[`hidden_reuse`](#hidden_reuse)") == [
+        "❌ silent-wrong", "❌ silent-wrong", "❌ silent-wrong", "🛑 raises", "❌ silent-wrong", "🛑 raises",
+        "🛑 raises"]
+    assert row(report, "[`from_numpy`](#from_numpy)") == ["", "", "", "➖ unsupported", "📄 copies",
+                                                          "🔗 aliases", "🔗 aliases"]
+    # topics are header rows, in order
+    topics = [cells_of(line)[0] for line in report.splitlines() if line.startswith("| **")]
+    assert topics == ["**grad**", "**memory**", "**counts**"]
+    assert row(report, "❌ silent-wrong") == ["1", "1", "1", "0", "1", "0", "0"]
+    assert row(report, "🛑 raises") == ["0", "0", "0", "1", "0", "1", "1"]
+    assert row(report, "total") == ["1", "1", "1", "2", "2", "2", "2"]
+    # the all-skipped GPU columns collapse to notes with the reason
+    assert "gpu" not in header
+    for version in ("2.6.2", "3.0.0", "3.3.1"):
+        assert f"- ⏭️ torch {version} gpu: every cell skipped: torch.cuda.is\\_available() is False" in report
+
+
+def test_behaviour_by_version_section(tmp_path: Path) -> None:
+    records, sources = load_sources([write(tmp_path / "history.jsonl", history())])
+    report = render_report(records, sources)
+    section = report.split("## Behaviour by version", 1)[1].split("## Cases", 1)[0]
+    paddle, torch = section.split("### paddle", 1)[1].split("### torch", 1)
+    assert "- **`hidden_reuse`**: silent-wrong in 2.6.2–3.3.1, raises since 3.10.0" in paddle
+    assert "- `from_numpy`: unsupported since 3.10.0" in paddle
+    assert "cpu, versions present: 2.6.2, 3.0.0, 3.3.1, 3.10.0" in paddle
+    assert "- **`hidden_reuse`**: silent-wrong in 2.6.2, raises since 3.0.0" in torch
+    assert "- **`from_numpy`**: copies in 2.6.2, aliases since 3.0.0" in torch
+    assert "gpu, versions present" not in torch
+
+
+def test_case_details(tmp_path: Path) -> None:
+    records = history() + [
+        record("warned", "torch", "3.3.1", "warns", correct=False, max_error=0.5,
+               observations=[{"name": "grad(x)", "ok": False}],
+               warnings=[{"category": "UserWarning", "message": "w" * 300}]),
+        record("warned", "torch", "3.0.0", "skipped", reason="needs torch >= 3.3"),
+        record("died", "torch", "3.3.1", "crash", message="the torch worker died", signal=11),
+    ]
+    merged, sources = load_sources([write(tmp_path / "r.jsonl", records)])
+    report = render_report(merged, sources)
+    cases = report.split("## Cases", 1)[1]
+    hidden = cases.split("### `hidden_reuse`", 1)[1].split("### ", 1)[0]
+    assert ("- **torch 3.3.1 cpu**: 🛑 raises — `RuntimeError` (step 4, line 12; op `backward`; phase backward): "
+            "modified by an inplace operation\n") in hidden
+    assert "Hint: more" not in hidden
+    assert "- **torch 2.6.2 cpu**: ❌ silent-wrong — max relative error 0.0123" in hidden
+    assert "Reproduce: `conformance show hidden_reuse --framework paddle`, " \
+           "`conformance show hidden_reuse --framework torch`" in hidden
+    assert "**title of hidden\\_reuse**" in hidden
+    warned = cases.split("### `warned`", 1)[1].split("### ", 1)[0]
+    assert "⚠️ warns (wrong result) — max relative error 0.5; wrong: `grad(x)`; result **wrong**" in warned
+    assert "warning `UserWarning`: " + "w" * 199 + "…" in warned
+    assert "w" * 201 not in warned
+    assert "- **torch 3.0.0 cpu**: ⏭️ skipped — reason: needs torch >= 3.3".replace(">", "\\>") in warned
+    assert "- **torch 3.3.1 cpu**: 💥 crash — message: the torch worker died; signal 11" in report
+    from_numpy = cases.split("### `from_numpy`", 1)[1]
+    assert "➖ unsupported — reason: no zero-copy constructor in paddle" in from_numpy
+    assert row(report, "[`warned`](#warned)")[-2:] == ["⏭️ skipped", "⚠️ warns (wrong result)"]
+
+
+def test_pipes_and_newlines_are_escaped(tmp_path: Path) -> None:
+    nasty = record("a_b", "torch", "1.0", "raises", topic="mem|ory", title="x | y <z>",
+                   exception={"type": "Err", "message": "bad | worse\nline two", "step": 1, "op": "add_",
+                              "line": 3, "phase": "op"})
+    nasty["run_info"]["os"] = "Linux | odd\nkernel"
+    merged, sources = load_sources([write(tmp_path / "r|x.jsonl", [nasty])])
+    report = render_report(merged, sources)
+    tables = [line for line in report.splitlines() if line.startswith("|")]
+    assert any("mem\\|ory" in line for line in tables)
+    assert any("Linux \\| odd kernel" in line for line in tables)
+    assert any(f"`{tmp_path}/r\\|x.jsonl`" in line for line in tables)
+    widths = {len(cells_of(line)) for line in tables if line.startswith("| ") and "---" not in line}
+    assert widths == {2, 9}  # the matrix (case + 1 column) and the sources table
+    assert "x \\| y \\<z\\>" in report
+    assert "bad \\| worse" in report and "line two" not in report
+
+
+def test_default_results_prefers_kept_files(tmp_path: Path) -> None:
+    assert default_results(tmp_path) == []
+    write(tmp_path / "latest.jsonl", [record("a", "torch", "1.0", "raises")])
+    assert default_results(tmp_path) == [tmp_path / "latest.jsonl"]
+    write(tmp_path / "torch-2.jsonl", [record("a", "torch", "2.0", "raises")])
+    write(tmp_path / "torch-1.jsonl", [record("a", "torch", "1.0", "raises")])
+    assert default_results(tmp_path) == [tmp_path / "torch-1.jsonl", tmp_path / "torch-2.jsonl"]
+
+
+def test_cli_report_merges_files_and_notes_missing_matplotlib(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    old = write(tmp_path / "torch-2.6.jsonl", [record("a", "torch", "2.6.2", "silent-wrong")])
+    new = write(tmp_path / "torch-3.0.jsonl", [record("a", "torch", "3.0.0", "raises", **RAISE)])
+    output = tmp_path / "out" / "COMPAT.md"
+    assert main(["report", str(old), str(new), "--output", str(output), "--plot", str(tmp_path / "p.png")]) == 0
+    report = output.read_text(encoding="utf-8")
+    assert "silent-wrong in 2.6.2, raises since 3.0.0" in report
+    assert f"`{old}`" in report and f"`{new}`" in report
+    assert "matplotlib is not installed" in report
+    assert not (tmp_path / "p.png").exists()
+    assert main(["report", str(old), "--output", str(output), "--no-plot"]) == 0
+    assert "matplotlib" not in output.read_text(encoding="utf-8")
+
+
+def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
+    assert main(["report", str(tmp_path / "missing.jsonl"), "--output", str(tmp_path / "r.md")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("")
+    assert main(["report", str(tmp_path / "empty.jsonl"), "--output", str(tmp_path / "r.md")]) == 2
+    assert not (tmp_path / "r.md").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib is not installed")
+def test_cli_report_draws_heatmap(tmp_path: Path) -> None:
+    results = write(tmp_path / "r.jsonl", history())
+    output, plot = tmp_path / "docs" / "R.md", tmp_path / "img" / "heat.png"
+    assert main(["report", str(results), "--output", str(output), "--plot", str(plot)]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![outcome heatmap: cases x columns](../img/heat.png)" in output.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_report_on_a_real_torch_run(tmp_path: Path) -> None:
+    results, summary = tmp_path / "torch.jsonl", tmp_path / "summary.md"
+    cases = [str(ROOT / "cases" / "seed" / f"{name}.yaml") for name in ("leaf_sin_inplace", "detach_shares_memory")]
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "run", *cases, "--framework", "torch",
+                          "--results", str(results), "--summary", str(summary)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    output = tmp_path / "COMPAT.md"
+    assert main(["report", str(results), "--output", str(output), "--no-plot"]) == 0
+    report = output.read_text(encoding="utf-8")
+    version = json.loads(results.read_text().splitlines()[0])["framework_version"]
+    assert row(report, "[`leaf_sin_inplace`](#leaf_sin_inplace)") == ["🛑 raises"]
+    assert row(report, "[`detach_shares_memory`](#detach_shares_memory)") == ["🔗 aliases"]
+    assert f"- `leaf_sin_inplace`: raises in {version}" in report
+    assert "`RuntimeError` (step 2, line 9; op `sin_`; phase op)" in report
+    assert "`conformance show leaf_sin_inplace --framework torch`" in report
+    if f"torch {version} gpu: every cell skipped" not in report:  # a machine with a GPU runs that column
+        assert f"torch {version} gpu" in report
