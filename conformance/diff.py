@@ -8,6 +8,7 @@ So every changed cell is listed, most dangerous first, with the evidence.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -161,9 +162,14 @@ def severity(old: Cell, new: Cell) -> int | None:
         return BEHAVIOUR
     if old.exception != new.exception or old.phase != new.phase:
         return MESSAGE
-    if old.message and new.message and old.message != new.message:
+    if old.message and new.message and _stable(old.message) != _stable(new.message):
         return MESSAGE
     return None
+
+
+def _stable(message: str) -> str:
+    """A message without run-specific tokens (addresses, generated_tensor_20), so reruns compare equal."""
+    return re.sub(r"(?<=_)\d+\b", "N", re.sub(r"0x[0-9a-fA-F]+", "0x?", message))
 
 
 @dataclass

@@ -75,6 +75,9 @@ def test_severity_function() -> None:
     assert severity(Cell("raises", "E", "a", "op"), Cell("raises", "E", "a", "backward")) == 5
     assert severity(Cell("raises", "E", "a"), Cell("raises", "E", "b")) == 5
     assert severity(Cell("raises", "E", None), Cell("raises", "E", "b")) is None  # baseline: no message
+    # run-specific tokens are not a message change
+    assert severity(Cell("raises", "E", "Leaf Var (generated_tensor_20) at 0x7f3a"),
+                    Cell("raises", "E", "Leaf Var (generated_tensor_31) at 0x7f99")) is None
     assert severity(Cell("raises"), Cell("skipped")) == 6
 
 
