@@ -25,10 +25,10 @@ def render_summary(records: Iterable[dict[str, Any]]) -> str:
     columns = sorted(c for c in by_column if c not in skipped)
     cases = sorted({(r.get("topic", ""), r["case"]) for r in cells.values()})
     table: dict[tuple[str, str], str] = {(r["case"], column_name(r)): r["outcome"] for r in cells.values()}
-    lines = ["# Conformance summary", "",
-             "| case | " + " | ".join(columns) + " |",
-             "|---|" + "---|" * len(columns)]
-    for topic, case in cases:
+    lines = ["# Conformance summary", ""]
+    if columns:
+        lines += ["| case | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    for topic, case in cases if columns else ():
         row = [badge(table[(case, c)]) if (case, c) in table else "" for c in columns]
         lines.append(f"| {topic}/`{case}` | " + " | ".join(row) + " |")
     lines += [f"- {SYMBOLS['skipped']} {column}: every cell skipped: {reason}"
