@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .baseline import Baselines
 from .case import load_cases
-from .settings import DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+from .settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
 
 __all__ = ["main"]
 
@@ -44,6 +45,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         argv += ["--baselines", args.baselines]
     if args.update_baselines:
         argv += ["--update-baselines"]
+    if args.no_baselines:
+        argv += ["--no-baselines"]
     argv += ["-q", "--tb=short", "-rN"] if not args.verbose else ["-v"]
     status = pytest.main(argv)
     from .results import read_records
@@ -62,9 +65,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if errors:
         print(f"{len(errors)} cell(s) hit a harness error", file=sys.stderr)
         return 1
-    if args.baselines and not args.update_baselines and status == pytest.ExitCode.TESTS_FAILED:
-        print("outcomes changed against the baselines (see above)", file=sys.stderr)
-        return 1
+    baseline_dir = Path(args.baselines or DEFAULT_BASELINES)
+    if not (args.no_baselines or args.update_baselines) and baseline_dir.is_dir():
+        store = Baselines(baseline_dir)
+        changes = [change for record in records if (change := store.check(record))]
+        if changes:
+            print(f"{len(changes)} cell(s) changed against the baselines in {baseline_dir}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -181,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-n", "--workers", help="pytest-xdist processes (a number or 'auto')")
     run.add_argument("--baselines", help="baseline directory to check outcomes against")
     run.add_argument("--update-baselines", action="store_true", help="rewrite the baselines from this run")
+    run.add_argument("--no-baselines", action="store_true", help="ignore baselines")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per cell")
     run.set_defaults(func=cmd_run)
 

@@ -20,7 +20,7 @@ from .case import Case, CaseError, load_case, load_cases
 from .classify import is_failing
 from .engine import DEFAULT_TIMEOUT, Engine
 from .results import append_record, read_records
-from .settings import DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+from .settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
 from .summary import write_summary
 
 
@@ -45,7 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"seconds a cell may run before its worker is killed [default {DEFAULT_TIMEOUT:g}]")
     group.addoption("--baselines", default=None, metavar="DIR",
                     help="directory of baselines: a cell whose outcome differs from its baseline fails "
-                         "[env CONFORMANCE_BASELINES]")
+                         f"[env CONFORMANCE_BASELINES; default {DEFAULT_BASELINES} when it exists]")
+    group.addoption("--no-baselines", action="store_true", default=False,
+                    help="judge every cell on its own, ignoring baselines")
     group.addoption("--update-baselines", action="store_true", default=False,
                     help="rewrite the baselines from this run's results instead of checking them")
 
@@ -84,8 +86,13 @@ def summary_path(config: pytest.Config) -> Path:
 
 
 def baselines(config: pytest.Config) -> Baselines | None:
+    if config.getoption("no_baselines"):
+        return None
     raw = config.getoption("baselines") or os.environ.get("CONFORMANCE_BASELINES")
-    return Baselines(Path(config.invocation_params.dir, raw)) if raw else None
+    if raw:
+        return Baselines(Path(config.invocation_params.dir, raw))
+    default = Path(config.invocation_params.dir, DEFAULT_BASELINES)
+    return Baselines(default) if default.is_dir() else None
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -141,9 +148,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     records = list(read_records([path]))
     write_summary(records, summary_path(config))
-    store = baselines(config)
-    if store is not None and config.getoption("update_baselines"):
-        store.update(records)
+    if config.getoption("update_baselines"):
+        raw = config.getoption("baselines") or os.environ.get("CONFORMANCE_BASELINES") or DEFAULT_BASELINES
+        Baselines(Path(config.invocation_params.dir, raw)).update(records)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

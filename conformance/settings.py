@@ -3,3 +3,4 @@
 DEVICES = ("cpu", "gpu")
 DEFAULT_RESULTS = "reports/results/latest.jsonl"
 DEFAULT_SUMMARY = "reports/summary.md"
+DEFAULT_BASELINES = "reports/baselines"
