@@ -45,6 +45,8 @@ class Adapter:
     distributions: ClassVar[tuple[str, ...]]
     #: The alias the generated code uses for the framework module.
     root: ClassVar[str]
+    #: Tensor methods the framework names differently from the vocabulary (``mul_`` -> ``multiply_``).
+    method_names: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         self.fw = importlib.import_module(self.import_name)
@@ -96,7 +98,8 @@ class Adapter:
 
     @property
     def tensor_type(self) -> type:
-        raise NotImplementedError
+        """The framework's tensor class (``torch.Tensor``, ``paddle.Tensor``)."""
+        return self.fw.Tensor
 
     # -- spellings: each returns an expression or a list of statements -------------
 
@@ -116,6 +119,7 @@ class Adapter:
         return f"{x}.numpy()"
 
     def method(self, x: str, method: str, *args: str) -> str:
+        method = self.method_names.get(method, method)
         self.require_method(method)
         return f"{x}.{method}({', '.join(args)})"
 

@@ -16,6 +16,9 @@ class PaddleAdapter(Adapter):
     import_name = "paddle"
     distributions = ("paddlepaddle", "paddlepaddle-gpu")
     root = "paddle"
+    # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
+    # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
+    method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_"}
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
@@ -38,10 +41,6 @@ class PaddleAdapter(Adapter):
             f"DEVICE = {'gpu' if device == 'gpu' else 'cpu'!r}",
             "paddle.set_device(DEVICE)",
         ]
-
-    @property
-    def tensor_type(self) -> type:
-        return self.fw.Tensor
 
     def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
         grad = ", stop_gradient=False" if requires_grad else ""

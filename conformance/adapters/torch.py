@@ -37,10 +37,6 @@ class TorchAdapter(Adapter):
             f"DEVICE = {'cuda' if device == 'gpu' else 'cpu'!r}",
         ]
 
-    @property
-    def tensor_type(self) -> type:
-        return self.fw.Tensor
-
     def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
         grad = ", requires_grad=True" if requires_grad else ""
         return f"torch.tensor({lit(value)}, dtype=torch.{dtype}{grad}, device=DEVICE)"
