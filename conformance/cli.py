@@ -146,6 +146,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"error: no records in {', '.join(map(str, paths))}", file=sys.stderr)
         return 2
     output = Path(args.output)
+    if args.plot == "":  # default: beside the report, named after it
+        args.plot = str(output.with_suffix(".png"))
     plot_link = plot_note = None
     if args.plot:
         plot_note = write_heatmap(records, args.plot)
@@ -212,8 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="results files [default: reports/results/*.jsonl except latest.jsonl, "
                              "else latest.jsonl]")
     report.add_argument("--output", default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
-    report.add_argument("--plot", default="reports/compatibility.png",
-                        help="heatmap PNG, drawn when matplotlib is installed [%(default)s]")
+    report.add_argument("--plot", default="",
+                        help="heatmap PNG, drawn when matplotlib is installed [the output's name with .png]")
     report.add_argument("--no-plot", dest="plot", action="store_const", const=None, help="draw no heatmap")
     report.set_defaults(func=cmd_report)
 
