@@ -24,6 +24,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 RESERVED_NAMES = frozenset(dir(builtins)) | {"torch", "paddle", "np", "numpy", "nn", "F", "DEVICE"}
 TOP_LEVEL = {"id", "title", "topic", "source", "description", "tolerance", "timeout", "expected", "steps"}
 MODULE_KINDS = frozenset(MODULE_PARAMETERS)
+MAX_TIMEOUT = 3600.0
 
 
 class CaseError(Exception):
@@ -156,6 +157,8 @@ class _Checker:
         self.lines = lines
         self.counter = 0
         self.addresses: dict[str, int] = {}
+        self.observation_names: dict[str, int] = {}
+        self.loop_depth = 0
 
     def fail(self, where: tuple, message: str) -> CaseError:
         return CaseError(self.path, self.lines.of(where), message)
@@ -193,7 +196,7 @@ class _Checker:
             source=data.get("source", ""),
             description=data.get("description", ""),
             tolerance=self.tolerance(data.get("tolerance")),
-            timeout=self.positive_number(data, "timeout", ("timeout",)),
+            timeout=self.timeout(data),
             expected=self.expected(data.get("expected"), set(observed)),
             lines=self.lines,
         )
@@ -206,6 +209,12 @@ class _Checker:
         rtol = self.positive_number(value, "rtol", ("tolerance", "rtol"), zero_ok=True)
         atol = self.positive_number(value, "atol", ("tolerance", "atol"), zero_ok=True)
         return Tolerance(rtol=1e-5 if rtol is None else rtol, atol=1e-6 if atol is None else atol)
+
+    def timeout(self, data: dict) -> float | None:
+        value = self.positive_number(data, "timeout", ("timeout",))
+        if value is not None and value > MAX_TIMEOUT:
+            raise self.fail(("timeout",), f"timeout must be at most {MAX_TIMEOUT:g} seconds, not {value!r}")
+        return value
 
     def positive_number(self, data: dict, key: str, where: tuple, zero_ok: bool = False) -> float | None:
         if key not in data:
@@ -271,9 +280,23 @@ class _Checker:
         if spec.block:
             inner_scope = dict(scope)
             if fields.get("var"):
+                if fields["var"] in scope:
+                    raise self.fail(where + ("var",), f"loop counter {fields['var']!r} would shadow "
+                                    f"the {scope[fields['var']]} of that name")
                 inner_scope[fields["var"]] = "counter"
-            inner = self.steps(data["steps"], where + ("steps",), inner_scope)
+            self.loop_depth += op == "repeat"
+            try:
+                inner = self.steps(data["steps"], where + ("steps",), inner_scope)
+            finally:
+                self.loop_depth -= op == "repeat"
             scope.update({k: v for k, v in inner_scope.items() if v != "counter"})
+        if op == "call":
+            outputs = data.get("out")
+            count = len(outputs) if isinstance(outputs, list) else 1
+            wanted = 2 if scope.get(args[0]) == "rnn" else 1
+            if count != wanted:
+                raise self.fail(where + ("out",), f"calling a {scope.get(args[0])} binds {wanted} "
+                                f"name(s), got {outputs!r}")
         out = self.out(spec, data.get("out"), where, scope, args)
         return Step(op=op, line=line, number=number, args=args, out=out, fields=fields,
                     steps=inner, index=index)
@@ -414,6 +437,13 @@ class _Checker:
         name = data.get("name") or f"{kind}({', '.join(targets)})"
         if not isinstance(name, str):
             raise self.fail(where + ("name",), f"name must be a string, not {name!r}")
+        if name in self.observation_names:
+            raise self.fail(where, f"observation name {name!r} is already used on line "
+                            f"{self.observation_names[name]}; give this one a distinct 'name:'")
+        self.observation_names[name] = line
+        if kind == "address" and self.loop_depth:
+            raise self.fail(where, "an 'address' observation cannot be inside a repeat: "
+                            "same_storage compares against one recorded address")
         since = data.get("since")
         if (kind == "same_storage") != ("since" in data):
             raise self.fail(where, "'since' (the name of an earlier 'address' observation) goes with "

@@ -42,6 +42,9 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
     value = observed.get("value")
     result: dict[str, Any] = {"ok": False, "reference": None if reference is None else np.asarray(
         reference, dtype=np.float64).tolist()}
+    if reference is None and value is not None and not np.any(np.asarray(value, dtype=np.float64)):
+        result.update(ok=True, note="zeros where the reference has no gradient (None)")
+        return result
     if reference is None or value is None:
         result["ok"] = reference is None and value is None
         if not result["ok"]:
@@ -80,6 +83,10 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
         details.update({k: v for k, v in reply.items() if k not in ("status", "observations")})
         return status, details
     if reference_error is not None:
+        if status == "raised":  # what the framework did is known; there is just nothing to compare
+            details["exception"] = _exception(case, reply)
+            details["reference_note"] = f"the reference cannot run this case: {reference_error}"
+            return "raises", details
         details["message"] = f"the reference cannot run this case: {reference_error}"
         return "error", details
     assert reference is not None
@@ -89,11 +96,9 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
     if errors:
         details["max_error"] = max(_error_size(o) for o in errors)
     if status == "raised":
-        step = case.step(reply["step"])
-        details["exception"] = dict(reply["exception"], step=step.number, op=step.op, line=step.line,
-                                    phase="backward" if step.op == "backward" else (
-                                        "observe" if step.op == "observe" else "op"))
-        return "raises", details
+        details["exception"] = _exception(case, reply)
+        # A wrong result observed before the exception is still a wrong result the user saw.
+        return ("silent-wrong" if errors else "raises"), details
     missing = [name for name in reference if name not in {o["name"] for o in observations}]
     if missing:
         details["message"] = f"observations {missing} were not reported by the worker"
@@ -106,6 +111,15 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
         details["correct"] = correct
         return "warns", details
     return ("silent-correct" if correct else "silent-wrong"), details
+
+
+def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        step = case.step(reply["step"])
+    except KeyError:  # raised before the first step (in the framework's prelude)
+        return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
+    phase = "backward" if step.op == "backward" else ("observe" if step.op == "observe" else "op")
+    return dict(reply["exception"], step=step.number, op=step.op, line=step.line, phase=phase)
 
 
 def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any]) -> list[dict]:

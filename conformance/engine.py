@@ -98,4 +98,8 @@ class Engine:
             self.pool.discard(framework)
             return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
                     "timeout_seconds": timeout}, info
+        except Exception as exc:  # noqa: BLE001 - never leave a worker with an unread reply
+            self.pool.discard(framework)
+            return {"status": "error", "message": f"talking to the {framework} worker: "
+                                                  f"{type(exc).__name__}: {exc}"}, info
         return reply, info

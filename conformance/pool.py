@@ -79,14 +79,18 @@ class Worker:
                 if remaining <= 0:
                     self.kill()
                     raise WorkerTimeout(f"no answer within {timeout:g} s")
-                if not selector.select(remaining):
+                if not selector.select(min(remaining, 3600.0)):
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     raise self._crashed()
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:  # a reply we cannot read: this worker is no longer in step with us
+            self.kill()
+            raise WorkerCrashed(self.process.returncode, f"unreadable reply: {line[:200]!r}") from None
 
     def _crashed(self) -> WorkerCrashed:
         try:

@@ -139,6 +139,8 @@ def run_reference(case: Case, time_limit: float = 60.0) -> ReferenceResult:
 
 
 def _unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if grad.ndim < len(shape):  # the value had leading singleton dimensions
+        grad = grad.reshape((1,) * (len(shape) - grad.ndim) + grad.shape)
     while grad.ndim > len(shape):
         grad = grad.sum(axis=0)
     for axis, size in enumerate(shape):
@@ -178,6 +180,13 @@ def _setitem(base: Node, index: tuple | None, value: Node) -> Node:
     return Node(result, ((base, to_base), (value, to_value)))
 
 
+def _literal(value: Any, dtype: str) -> np.ndarray:
+    """A literal as the framework holds it (rounded to its declared dtype), computed on in float64."""
+    if dtype == "int64":
+        return np.array(value, dtype=np.int64)
+    return np.array(value, dtype=dtype).astype(np.float64)
+
+
 def _const(value: Any) -> Node:
     return Node(np.asarray(value, dtype=np.float64) if isinstance(value, float) else np.asarray(value))
 
@@ -204,7 +213,9 @@ def _binary(name: str, a: Node, b: Node) -> Node:
     elif name == "pow":
         value = np.power(av.astype(np.float64), bv)
         da = lambda g: g * bv * np.power(av.astype(np.float64), bv - 1)  # noqa: E731
-        db = lambda g: g * value * np.log(np.where(av > 0, av, 1.0))  # noqa: E731
+        with np.errstate(divide="ignore", invalid="ignore"):  # d/db of a**b is undefined for a < 0
+            log_a = np.where(av > 0, np.log(np.where(av > 0, av, 1.0)), np.where(av == 0, 0.0, np.nan))
+        db = lambda g: g * value * log_a  # noqa: E731
     else:  # pragma: no cover - the ops table and this function agree
         raise KeyError(name)
     return Node(value, ((a, lambda g: _unbroadcast(da(g), av.shape)),
@@ -288,10 +299,9 @@ class _Interpreter:
         if op == "observe":
             self.observe(step, loop)
         elif op in ("tensor", "array"):
-            dtype = np.int64 if f["dtype"] == "int64" else np.float64
             box = Box(kind=op)
             leaf = box if f.get("requires_grad") else None
-            box._node = Node(np.array(f["value"], dtype=dtype), leaf=leaf, requires_grad=leaf is not None)
+            box._node = Node(_literal(f["value"], f["dtype"]), leaf=leaf, requires_grad=leaf is not None)
             self.bind(step, box)
         elif op in ("from_numpy", "to_tensor", "detach"):
             self.bind(step, Box(Node(np.array(self.env[args[0]].value))))
@@ -312,7 +322,8 @@ class _Interpreter:
             self.bind(step, Box(base=self.tensor(step, args[0]), tracked=False))
         elif op == "requires_grad_":
             box = self.tensor(step, args[0])
-            box._node = Node(np.array(box.value), leaf=box, requires_grad=True)
+            if not box.node.requires_grad:  # on a tensor that already requires grad: nothing to do
+                box._node = Node(np.array(box.value), leaf=box, requires_grad=True)
         elif op in UNARY:
             self.bind(step, Box(self.track(_unary(op, self.tensor(step, args[0]).node))))
         elif op.endswith("_") and op[:-1] in UNARY:
@@ -338,7 +349,7 @@ class _Interpreter:
             for pname, value in f.items():
                 if value is not None:
                     box = Box()
-                    box._node = Node(np.array(value, dtype=np.float64), leaf=box, requires_grad=True)
+                    box._node = Node(_literal(value, "float32"), leaf=box, requires_grad=True)
                     module.params[pname] = box
             self.bind(step, module)
         elif op == "activation":

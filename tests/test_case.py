@@ -354,3 +354,29 @@ def test_schema_index_pattern_agrees_with_parse_index(spec: str) -> None:
     except ValueError:
         parses = False
     assert bool(re.search(pattern, spec)) == parses
+
+
+@pytest.mark.parametrize("steps, fragment", [
+    ("  - {op: tensor, out: x, value: [1.0]}\n  - {observe: value, of: x}\n  - {observe: value, of: x}\n",
+     "observation name 'value(x)' is already used on line 5"),
+    ("  - {op: tensor, out: x, value: [1.0]}\n  - op: repeat\n    times: 2\n    steps:\n"
+     "      - {observe: address, of: x, name: a}\n", "cannot be inside a repeat"),
+    ("  - {op: tensor, out: i, value: [1.0]}\n  - op: repeat\n    times: 2\n    var: i\n    steps:\n"
+     "      - {observe: value, of: i}\n", "loop counter 'i' would shadow the tensor"),
+    ("  - {op: rnn, out: r, weight_ih: [[1.0]], weight_hh: [[1.0]], bias_ih: [0.0], bias_hh: [0.0]}\n"
+     "  - {op: tensor, out: x, value: [[[1.0]]]}\n  - {op: call, args: [r, x], out: y}\n"
+     "  - {observe: value, of: y}\n", "calling a rnn binds 2 name(s)"),
+])
+def test_programs_that_would_blame_the_framework_are_rejected(tmp_path: Path, steps: str, fragment: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\ntitle: t\nsteps:\n" + steps)
+    with pytest.raises(CaseError, match=re.escape(fragment)):
+        load_case(path)
+
+
+def test_a_timeout_beyond_an_hour_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\ntitle: t\ntimeout: 1.0e+300\nsteps:\n  - {op: tensor, out: x, value: 1.0}\n"
+                    "  - {observe: value, of: x}\n")
+    with pytest.raises(CaseError, match="timeout must be at most 3600"):
+        load_case(path)

@@ -36,7 +36,9 @@ def test_none_gradients() -> None:
     assert compare(obs(None), None, None)["ok"]
     missing = compare(obs(None), np.array([1.0]), None)
     assert not missing["ok"] and "None" in missing["reason"]
-    assert not compare(obs([0.0]), None, None)["ok"]
+    zeros = compare(obs([0.0, 0.0]), None, None)  # paddle's clear_grad() zeroes, torch's zero_grad() unsets
+    assert zeros["ok"] and "zeros" in zeros["note"]
+    assert not compare(obs([0.0, 1e-3]), None, None)["ok"]
 
 
 def test_shapes_must_agree_up_to_singleton_dimensions() -> None:
@@ -89,6 +91,25 @@ def test_raises_names_the_step_and_the_phase() -> None:
     assert details["exception"]["line"] == CASE.step(9).line
     raised_at_op = reply("raised", [], step=2, exception={"type": "ValueError", "message": "leaf"})
     assert classify(CASE, raised_at_op, REFERENCE, None)[1]["exception"]["phase"] == "op"
+
+
+def test_a_wrong_result_before_an_exception_is_silent_wrong() -> None:
+    wrong_then_raise = reply("raised", [obs(2.5, name="a_grad_after_y", step=8)], step=9,
+                             exception={"type": "RuntimeError", "message": "boom"})
+    outcome, details = classify(CASE, wrong_then_raise, REFERENCE, None)
+    assert outcome == "silent-wrong"
+    assert details["exception"]["op"] == "backward"
+
+
+def test_a_raise_where_the_reference_cannot_run_is_still_raises() -> None:
+    raised = reply("raised", [], step=9, exception={"type": "RuntimeError", "message": "no grad"})
+    outcome, details = classify(CASE, raised, None, "backward of a tensor that does not require grad")
+    assert outcome == "raises" and "reference" in details["reference_note"]
+
+
+def test_an_exception_in_the_prelude_names_no_step() -> None:
+    raised = reply("raised", [], step=0, exception={"type": "ImportError", "message": "x"})
+    assert classify(CASE, raised, REFERENCE, None)[1]["exception"]["op"] == "prelude"
 
 
 def test_a_missing_observation_is_a_harness_error() -> None:

@@ -198,3 +198,37 @@ def test_an_ill_posed_case_is_a_reference_failure(write_case) -> None:
     """))
     with pytest.raises(ReferenceFailure, match="does not require grad"):
         run_reference(case)
+
+
+def test_requires_grad_on_a_tensor_that_already_requires_grad_keeps_its_graph(write_case) -> None:
+    case = load_case(write_case("""
+        id: rg_nonleaf
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+          - {op: mul, args: [x, 2.0], out: y}
+          - {op: requires_grad_, args: [y]}
+          - {op: sum, args: [y], out: loss}
+          - {op: backward, args: [loss]}
+          - {observe: grad, of: x}
+    """))
+    np.testing.assert_allclose(run_reference(case).observations["grad(x)"], [2.0, 2.0])
+
+
+def test_literals_are_rounded_to_their_declared_dtype(write_case) -> None:
+    case = load_case(write_case("""
+        id: f32_literal
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [10000.001]}
+          - {op: sub, args: [x, 10000.0], out: y}
+          - {observe: value, of: y}
+    """))
+    y = run_reference(case).observations["value(y)"]
+    assert y[0] == np.float64(np.float32(10000.001)) - 10000.0  # float32 input, exact float64 arithmetic
+
+
+def test_pow_gradient_in_the_exponent_is_undefined_for_a_negative_base() -> None:
+    a, b = leaf([-2.0, 3.0]), leaf([2.0, 2.0])
+    ref._Interpreter().backward(None, ref._sum(ref._binary("pow", a.node, b.node)))  # type: ignore[arg-type]
+    assert np.isnan(b.grad[0]) and b.grad[1] == pytest.approx(9 * np.log(3.0))
