@@ -141,10 +141,11 @@ class Adapter:
         self.resolve(dotted)
         return dotted
 
-    def inplace_activation(self, name: str) -> str:
+    def inplace_activation(self, name: str, x: str) -> str:
+        """The in-place activation call, e.g. ``F.relu_(x)``."""
         dotted = f"F.{name}_"
         self.resolve(dotted)
-        return dotted
+        return f"{dotted}({x})"
 
     def add_out(self, a: str, b: str, into: str) -> str:
         self.require_parameter(f"{self.root}.add", "out")

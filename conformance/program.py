@@ -98,7 +98,7 @@ class _Writer:
             self.emit(depth, f"{out} = {fn}({x})")
         elif op.endswith("_") and op[:-1] in UNARY:
             if UNARY[op[:-1]].activation:
-                self.emit(depth, f"{bind}{a.inplace_activation(op[:-1])}({x})")
+                self.emit(depth, f"{bind}{a.inplace_activation(op[:-1], x)}")
             else:
                 self.emit(depth, f"{bind}{a.method(x, op)}")
         elif op in BINARY_OPERATORS:

@@ -56,6 +56,11 @@ class PaddleAdapter(Adapter):
     def requires_grad_(self, x: str) -> list[str]:
         return [f"{x}.stop_gradient = False"]
 
+    def inplace_activation(self, name: str, x: str) -> str:
+        if not hasattr(self.fw.nn.functional, f"{name}_"):  # e.g. sigmoid_: only a Tensor method
+            return self.method(x, f"{name}_")
+        return super().inplace_activation(name, x)
+
     def function(self, name: str) -> str:
         if name in ("relu", "sigmoid"):
             return self.activation_function(name)

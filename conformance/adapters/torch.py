@@ -57,11 +57,11 @@ class TorchAdapter(Adapter):
     def function(self, name: str) -> str:
         return self.activation_function(name) if name == "relu" else super().function(name)
 
-    def inplace_activation(self, name: str) -> str:
+    def inplace_activation(self, name: str, x: str) -> str:
         if name == "sigmoid":  # torch.nn.functional has no sigmoid_; torch.sigmoid_ is the spelling
             self.resolve("torch.sigmoid_")
-            return "torch.sigmoid_"
-        return super().inplace_activation(name)
+            return f"torch.sigmoid_({x})"
+        return super().inplace_activation(name, x)
 
     def _parameter(self, values: Any) -> str:
         return f"nn.Parameter(torch.tensor({lit(values)}, dtype=torch.float32, device=DEVICE))"
