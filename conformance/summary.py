@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .outcomes import LABELS, SYMBOLS, badge
+from .report import column_label
 from .results import latest_by_cell
 
-__all__ = ["render_summary", "write_summary", "column_name"]
+__all__ = ["render_summary", "write_summary"]
 
 
 def column_name(record: dict[str, Any]) -> str:
-    return f"{record['framework']} {record['framework_version']} {record['device']}"
+    return column_label((record["framework"], record["framework_version"], record["device"]))
 
 
 def render_summary(records: Iterable[dict[str, Any]]) -> str:
