@@ -119,7 +119,10 @@ def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     except KeyError:  # raised before the first step (in the framework's prelude)
         return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
     phase = "backward" if step.op == "backward" else ("observe" if step.op == "observe" else "op")
-    return dict(reply["exception"], step=step.number, op=step.op, line=step.line, phase=phase)
+    found = dict(reply["exception"], step=step.number, op=step.op, line=step.line, phase=phase)
+    if reply.get("iteration"):  # inside repeat blocks: the 0-based counters, outermost first
+        found["iteration"] = reply["iteration"]
+    return found
 
 
 def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any]) -> list[dict]:

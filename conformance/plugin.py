@@ -290,7 +290,8 @@ def describe(record: dict[str, Any]) -> str:
     lines = [head]
     if "exception" in details:
         exc = details["exception"]
-        lines.append(f"  {exc['type']} at step {exc['step']} ({exc['op']}, line {exc['line']}): "
+        lines.append(f"  {exc['type']} at step {exc['step']} ({exc['op']}, line {exc['line']}"
+                     + (f", iteration {exc['iteration']}" if exc.get("iteration") else "") + "): "
                      f"{exc['message'].splitlines()[0] if exc['message'] else ''}")
     for obs in details.get("observations", []):
         if obs.get("ok") is False:

@@ -56,7 +56,8 @@ class _Writer:
         for step in steps:
             self.current = step.number
             if self.harness:
-                self.emit(depth, f"_step({step.number})")
+                loop = f", ({', '.join(counters)},)" if counters else ""
+                self.emit(depth, f"_step({step.number}{loop})")
             elif step.op != "observe":
                 self.emit(depth, f"# step {step.number}: {step.op} (line {step.line})")
             self.step(step, depth, counters)

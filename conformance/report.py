@@ -303,7 +303,7 @@ def _evidence(record: Mapping[str, Any]) -> str:
     parts = []
     exc = details.get("exception")
     if exc:
-        where = ", ".join(f"{k} {exc[k]}" for k in ("step", "line") if exc.get(k) is not None)
+        where = ", ".join(f"{k} {exc[k]}" for k in ("step", "line", "iteration") if exc.get(k) is not None)
         where += f"; op {code(exc['op'])}" if exc.get("op") else ""
         where += f"; phase {exc['phase']}" if exc.get("phase") else ""
         parts.append(f"{code(exc.get('type', '?'))} ({where}): {text(shorten(first_line(exc.get('message')), 300))}")

@@ -41,15 +41,17 @@ class _Run:
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
         self.step = 0
+        self.iteration: list[int] = []
         self.observations: list[dict[str, Any]] = []
         self.warning_log: list[warnings.WarningMessage] = []
         self.warnings: list[dict[str, Any]] = []
         self.attributed = 0
         self.addresses: dict[str, list[int] | None] = {}
 
-    def mark(self, number: int) -> None:
+    def mark(self, number: int, iteration: tuple[int, ...] = ()) -> None:
         self.attribute()
         self.step = number
+        self.iteration = list(iteration)
 
     def attribute(self) -> None:
         for w in self.warning_log[self.attributed:]:
@@ -159,7 +161,7 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001 - whatever the framework raised is the finding
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            reply = {"status": "raised", "step": run.step, "exception": {
+            reply = {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": {
                 "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
                 "message": str(exc)[:4000]}}
         run.attribute()

@@ -179,3 +179,13 @@ def test_torch_facts_the_seed_articles_report(engine) -> None:
     assert engine.run_cell(load_case(SEED / "from_numpy_aliasing.yaml"), "torch", "cpu")["outcome"] == "aliases"
     relu = engine.run_cell(load_case(SEED / "relu_inplace_saved_input.yaml"), "torch", "cpu")
     assert relu["details"]["exception"]["phase"] == "backward"
+
+
+def test_an_exception_inside_a_loop_names_the_iteration(engine) -> None:
+    pytest.importorskip("torch", reason="torch is not installed")
+    record = engine.run_cell(load_case(SEED / "rnn_hidden_reuse.yaml"), "torch", "cpu")
+    exc = record["details"]["exception"]
+    # Step 2 (0-based) is the first whose backward needs a parameter value the optimizer has
+    # since overwritten (W_hh as step 1 used it); the reference shows paddle's first wrong
+    # gradients at the same step.
+    assert (record["outcome"], exc["op"], exc["iteration"]) == ("raises", "backward", [2])
