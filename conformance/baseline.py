@@ -60,9 +60,6 @@ class Baselines:
                     f"  old: {json.dumps(old, sort_keys=True)}\n  new: {json.dumps(new, sort_keys=True)}")
         return None
 
-    def has(self, record: dict[str, Any]) -> bool:
-        return self.load(record["framework"], record["framework_version"], record["device"]) is not None
-
     def update(self, records: Iterable[dict[str, Any]]) -> list[Path]:
         """Rewrite the baseline of every column present in *records*."""
         columns: dict[tuple[str, str, str], dict[str, Any]] = {}
