@@ -21,7 +21,7 @@ from .classify import is_failing
 from .engine import DEFAULT_TIMEOUT, Engine
 from .results import append_record, read_records
 from .settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
-from .summary import write_summary
+from .summary import column_name, write_summary
 
 
 _ENGINE = pytest.StashKey[Engine]()
@@ -85,14 +85,18 @@ def summary_path(config: pytest.Config) -> Path:
     return Path(config.invocation_params.dir, config.getoption("summary") or DEFAULT_SUMMARY)
 
 
-def baselines(config: pytest.Config) -> Baselines | None:
-    if config.getoption("no_baselines"):
-        return None
+def _baseline_dir(config: pytest.Config) -> tuple[Path, bool]:
+    """The baseline directory, and whether it was asked for (else it is the default)."""
     raw = config.getoption("baselines") or os.environ.get("CONFORMANCE_BASELINES")
-    if raw:
-        return Baselines(Path(config.invocation_params.dir, raw))
-    default = Path(config.invocation_params.dir, DEFAULT_BASELINES)
-    return Baselines(default) if default.is_dir() else None
+    return Path(config.invocation_params.dir, raw or DEFAULT_BASELINES), bool(raw)
+
+
+def baselines(config: pytest.Config) -> Baselines | None:
+    """The baselines cells are checked against, or None (ignored, updating, or none present)."""
+    if config.getoption("no_baselines") or config.getoption("update_baselines"):
+        return None
+    directory, asked = _baseline_dir(config)
+    return Baselines(directory) if asked or directory.is_dir() else None
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -149,8 +153,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     records = list(read_records([path]))
     write_summary(records, summary_path(config))
     if config.getoption("update_baselines"):
-        raw = config.getoption("baselines") or os.environ.get("CONFORMANCE_BASELINES") or DEFAULT_BASELINES
-        Baselines(Path(config.invocation_params.dir, raw)).update(records)
+        Baselines(_baseline_dir(config)[0]).update(records)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -160,7 +163,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     counts: dict[str, dict[str, int]] = {}
     for record in read_records([path]):
-        column = f"{record['framework']} {record['framework_version']} {record['device']}"
+        column = column_name(record)
         counts.setdefault(column, {}).setdefault(record["outcome"], 0)
         counts[column][record["outcome"]] += 1
     terminalreporter.section("conformance outcomes")
@@ -170,7 +173,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(f"results: {path}")
     terminalreporter.write_line(f"summary: {summary_path(config)}")
     store = baselines(config)
-    if store is not None and not config.getoption("update_baselines"):
+    if store is not None:
         known = {case.id for case in load_cases(_case_roots(config))[0]}
         stale = [entry for entry in store.stale(read_records([path])) if entry.rsplit(": ", 1)[1] not in known]
         for entry in stale:
@@ -262,7 +265,7 @@ class CaseItem(pytest.Item):
         assert self.record is not None
         outcome, details = self.record["outcome"], self.record["details"]
         store = baselines(self.config)
-        if store is not None and not self.config.getoption("update_baselines"):
+        if store is not None:
             change = store.check(self.record)
             if change:
                 raise CellFailure(change)

@@ -9,7 +9,7 @@ from .outcomes import LABELS, SYMBOLS, badge
 from .report import column_label
 from .results import latest_by_cell
 
-__all__ = ["render_summary", "write_summary"]
+__all__ = ["column_name", "render_summary", "write_summary"]
 
 
 def column_name(record: dict[str, Any]) -> str:

@@ -194,7 +194,6 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
         adapter = load_adapter(framework)()
-        adapter.namespace = {}
     import_warnings = [f"{w.category.__name__}: {w.message}" for w in log]
     exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,

@@ -12,7 +12,7 @@ import pytest
 
 from conformance.results import read_records
 
-from .conftest import INSTALLED, ROOT, SEED
+from .conftest import INSTALLED, SEED
 
 pytestmark = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 FRAMEWORK = INSTALLED[0] if INSTALLED else "torch"
