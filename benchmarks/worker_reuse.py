@@ -14,7 +14,7 @@ import argparse
 import time
 
 from conformance.adapter import adapter_classes, is_installed
-from conformance.case import load_cases
+from conformance.case.load import load_cases
 from conformance.engine import Engine
 
 

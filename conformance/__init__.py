@@ -4,11 +4,11 @@ The public API is small: load cases, run a cell, read results.  Everything
 else is reached through the ``conformance`` command and the pytest plugin.
 """
 
-from .adapter import Adapter, Unsupported
-from .case import Case, CaseError, load_case, load_cases
-from .engine import Engine
-from .reference import ReferenceFailure, run_reference
-from .results import read_records
+from conformance.adapter import Adapter, Unsupported
+from conformance.case.load import Case, CaseError, load_case, load_cases
+from conformance.engine import Engine
+from conformance.judge.reference import ReferenceFailure, run_reference
+from conformance.records.results import read_records
 
 __all__ = [
     "Adapter",

@@ -219,8 +219,8 @@ def adapter_classes() -> dict[str, type[Adapter]]:
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load())
     if not found:  # running from a source tree that was never installed
-        from .adapters.paddle import PaddleAdapter
-        from .adapters.torch import TorchAdapter
+        from conformance.adapters.paddle import PaddleAdapter
+        from conformance.adapters.torch import TorchAdapter
 
         found = {"torch": TorchAdapter, "paddle": PaddleAdapter}
     return found

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .baseline import Baselines
-from .case import load_cases
-from .settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+from conformance.records.baseline import Baselines
+from conformance.case.load import load_cases
+from conformance.settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
 
 __all__ = ["main"]
 
@@ -48,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         argv += ["--no-baselines"]
     argv += ["-q", "--tb=short", "-rN"] if not args.verbose else ["-v"]
     status = pytest.main(argv)
-    from .results import read_records
+    from conformance.records.results import read_records
 
     records = list(read_records([results])) if results.exists() else []
     errors = [r for r in records if r["outcome"] == "error"]
@@ -93,8 +93,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .adapter import adapter_classes, is_installed
-    from .pool import Worker
+    from conformance.adapter import adapter_classes, is_installed
+    from conformance.workers.pool import Worker
 
     cases, errors = load_cases(args.paths or ["cases"])
     matches = [c for c in cases if c.id == args.case]
@@ -124,8 +124,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import os
 
-    from .heatmap import write_heatmap
-    from .report import case_attributions, default_results, load_sources, render_report
+    from conformance.report.heatmap import write_heatmap
+    from conformance.report.render import case_attributions, default_results, load_sources, render_report
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
     if not paths:
@@ -161,7 +161,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .diff import BadInput, compare, exit_status, load_side, render_markdown, render_text
+    from conformance.report.diff import BadInput, compare, exit_status, load_side, render_markdown, render_text
 
     try:
         comparison = compare(load_side(args.old), load_side(args.new))

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .adapter import adapter_classes, installed_version, is_installed
-from .case import Case
-from .classify import classify
-from .pool import WorkerCrashed, WorkerPool, WorkerTimeout
-from .reference import ReferenceFailure, run_reference
-from .results import run_info
+from conformance.adapter import adapter_classes, installed_version, is_installed
+from conformance.case.load import Case
+from conformance.judge.classify import classify
+from conformance.workers.pool import WorkerCrashed, WorkerPool, WorkerTimeout
+from conformance.judge.reference import ReferenceFailure, run_reference
+from conformance.records.results import run_info
 
 __all__ = ["Engine", "DEFAULT_TIMEOUT"]
 

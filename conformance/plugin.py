@@ -14,14 +14,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from .adapter import adapter_classes, installed_version, is_installed
-from .baseline import Baselines
-from .case import Case, CaseError, load_case, load_cases
-from .classify import is_failing
-from .engine import DEFAULT_TIMEOUT, Engine
-from .results import append_record, read_records
-from .settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
-from .summary import column_name, write_summary
+from conformance.adapter import adapter_classes, installed_version, is_installed
+from conformance.records.baseline import Baselines
+from conformance.case.load import Case, CaseError, load_case, load_cases
+from conformance.judge.classify import is_failing
+from conformance.engine import DEFAULT_TIMEOUT, Engine
+from conformance.records.results import append_record, read_records
+from conformance.settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+from conformance.report.summary import column_name, write_summary
 
 
 _ENGINE = pytest.StashKey[Engine]()

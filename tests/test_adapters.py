@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conformance.case import load_case, load_cases
+from conformance.case.load import load_case, load_cases
 from conformance.engine import Engine
 from conformance.ops import OPS
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from conformance import _yaml
-from conformance.case import CaseError, find_case_files, load_case, load_cases
-from conformance.index import Index, parse_index
+from conformance.case import _yaml
+from conformance.case.load import CaseError, find_case_files, load_case, load_cases
+from conformance.case.index import Index, parse_index
 from conformance.ops import OBSERVATIONS, OPS, OpSpec
-from conformance.schema import build_schema
+from conformance.case.schema import build_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "data" / "bad_cases"
-SCHEMA_FILE = ROOT / "conformance" / "schema.json"
+SCHEMA_FILE = ROOT / "conformance" / "case" / "schema.json"
 
 #: file -> (line, a fragment of the message) that load_case must report.
 EXPECTED: dict[str, tuple[int, str]] = {
@@ -239,7 +239,7 @@ def test_shipped_case_matches_schema(path: Path, validator: Any) -> None:
 
 def test_schema_file_is_generated() -> None:
     text = json.dumps(build_schema(), indent=2, sort_keys=True) + "\n"
-    assert SCHEMA_FILE.read_text() == text, "run: python -m conformance.schema > conformance/schema.json"
+    assert SCHEMA_FILE.read_text() == text, "run: python -m conformance.case.schema > conformance/case/schema.json"
 
 
 def test_schema_follows_the_op_table(monkeypatch: pytest.MonkeyPatch) -> None:

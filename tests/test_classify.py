@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.case import load_case
-from conformance.classify import classify, compare, default_tolerance, is_failing
+from conformance.case.load import load_case
+from conformance.judge.classify import classify, compare, default_tolerance, is_failing
 
 from .conftest import SEED
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.diff import Cell, compare, load_side, render_markdown, render_text, severity
+from conformance.report.diff import Cell, compare, load_side, render_markdown, render_text, severity
 
 
 def record(case: str, outcome: str, framework: str = "torch", version: str = "2.6.2", device: str = "cpu",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conformance.case import load_case
+from conformance.case.load import load_case
 from conformance.engine import Engine
 
 from .conftest import INSTALLED, SEED

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import read_records
+from conformance.records.results import read_records
 
 from .conftest import INSTALLED, SEED
 

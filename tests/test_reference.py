@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance import reference as ref
-from conformance.case import load_case
+from conformance.judge import reference as ref
+from conformance.case.load import load_case
 from conformance.ops import UNARY
-from conformance.reference import ReferenceFailure, run_reference
+from conformance.judge.reference import ReferenceFailure, run_reference
 
 from .conftest import SEED
 

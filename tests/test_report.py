@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.report import (default_results, load_sources, render_report, version_key,
+from conformance.report.render import (default_results, load_sources, render_report, version_key,
                                 version_ranges)
 
 ROOT = Path(__file__).resolve().parents[1]

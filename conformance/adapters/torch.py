@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..adapter import Adapter, lit
+from conformance.adapter import Adapter, lit
 
 __all__ = ["TorchAdapter"]
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .results import latest_by_cell
+from conformance.records.results import latest_by_cell
 
 __all__ = ["Baselines", "summarize"]
 

@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .case import Case, Step
-from .ops import AUGMENTED, BINARY_INPLACE, BINARY_OPERATORS, UNARY
+from conformance.case.load import Case, Step
+from conformance.ops import AUGMENTED, BINARY_INPLACE, BINARY_OPERATORS, UNARY
 
 __all__ = ["ReferenceFailure", "ReferenceResult", "run_reference"]
 

@@ -46,7 +46,7 @@ class Worker:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("GLOG_minloglevel", "0")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformance.worker", framework],
+            [sys.executable, "-m", "conformance.workers.worker", framework],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
         )
         self._buffer = b""

@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .adapter import Adapter, load_adapter
-from .case import case_from_message
-from .program import translate
+from conformance.adapter import Adapter, load_adapter
+from conformance.case.load import case_from_message
+from conformance.program.translate import translate
 
 __all__ = ["main"]
 

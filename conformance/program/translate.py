@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .adapter import Adapter, Unsupported
-from .case import Case, Step
-from .ops import AUGMENTED, BINARY_INPLACE, BINARY_OPERATORS, UNARY
+from conformance.adapter import Adapter, Unsupported
+from conformance.case.load import Case, Step
+from conformance.ops import AUGMENTED, BINARY_INPLACE, BINARY_OPERATORS, UNARY
 
 __all__ = ["Program", "translate"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .outcomes import ORDER
-from .report import column_key, column_label
-from .results import latest_by_cell
+from conformance.records.outcomes import ORDER
+from conformance.report.render import column_key, column_label
+from conformance.records.results import latest_by_cell
 
 __all__ = ["COLOURS", "write_heatmap"]
 

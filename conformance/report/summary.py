@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from .outcomes import LABELS, SYMBOLS, badge
-from .report import column_label
-from .results import latest_by_cell
+from conformance.records.outcomes import LABELS, SYMBOLS, badge
+from conformance.report.render import column_label
+from conformance.records.results import latest_by_cell
 
 __all__ = ["column_name", "render_summary", "write_summary"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .markdown import code, first_line, shorten, table, text
-from .report import Column, column_key, column_label
-from .results import latest_by_cell
+from conformance.report.markdown import code, first_line, shorten, table, text
+from conformance.report.render import Column, column_key, column_label
+from conformance.records.results import latest_by_cell
 
 __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "load_side", "pair_columns",
            "severity", "compare", "render_text", "render_markdown", "exit_status"]

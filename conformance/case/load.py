@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import _yaml
-from .index import Index, parse_index
-from .ops import MEMORY_OBSERVATIONS, MODULE_PARAMETERS, OBSERVATIONS, OPS, OpSpec
+from conformance.case.index import Index, parse_index
+from conformance.ops import MEMORY_OBSERVATIONS, MODULE_PARAMETERS, OBSERVATIONS, OPS, OpSpec
 
 __all__ = ["Case", "CaseError", "Step", "case_from_message", "find_case_files", "load_case", "load_cases"]
 

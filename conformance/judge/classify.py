@@ -19,8 +19,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .case import Case, Tolerance
-from .ops import JUDGED_OBSERVATIONS, MEMORY_OBSERVATIONS
+from conformance.case.load import Case, Tolerance
+from conformance.ops import JUDGED_OBSERVATIONS, MEMORY_OBSERVATIONS
 
 __all__ = ["OUTCOMES", "FAILING", "classify", "compare", "default_tolerance"]
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .markdown import code, first_line, shorten, table, text
-from .outcomes import LABELS, ORDER, SYMBOLS, badge
-from .results import latest_by_cell, read_records
+from conformance.report.markdown import code, first_line, shorten, table, text
+from conformance.records.outcomes import LABELS, ORDER, SYMBOLS, badge
+from conformance.records.results import latest_by_cell, read_records
 
 __all__ = ["Column", "Source", "VersionRange", "version_key", "column_key", "column_label",
            "version_ranges", "load_sources", "default_results", "render_report", "case_attributions"]
@@ -151,7 +151,7 @@ def default_results(directory: Path | str) -> list[Path]:
 
 def case_attributions(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """The ``source:`` line of each case file still on disk (where the case came from)."""
-    from .case import load_case
+    from conformance.case.load import load_case
 
     found: dict[str, str] = {}
     for record in records:

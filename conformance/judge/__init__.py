@@ -1,0 +1,1 @@
+"""Judgement: the independent reference and the outcome of a cell."""

@@ -1,0 +1,1 @@
+"""Programs: a case turned into the source a user of one framework would write."""

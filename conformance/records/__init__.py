@@ -1,0 +1,1 @@
+"""Records: one result per cell, baselines of known outcomes, and the outcome vocabulary."""

@@ -1,0 +1,1 @@
+"""Reports: the summary table, the compatibility report, its heatmap, and the diff of two runs."""
