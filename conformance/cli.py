@@ -124,7 +124,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import os
 
+    from conformance.records.results import ResultsError
     from conformance.report.heatmap import write_heatmap
+    from conformance.report.output import OutputError, check_writable, write_text
     from conformance.report.render import case_attributions, default_results, load_sources, render_report
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
@@ -138,7 +140,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     try:
         records, sources = load_sources(paths)
-    except (OSError, UnicodeDecodeError) as exc:
+    except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not records:
@@ -148,30 +150,40 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.plot == "":  # default: beside the report, named after it
         args.plot = str(output.with_suffix(".png"))
     plot_link = plot_note = None
-    if args.plot:
-        plot_note = write_heatmap(records, args.plot)
-        if plot_note is None:
-            plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_report(records, sources, plot=plot_link, plot_note=plot_note,
-                                    attributions=case_attributions(records), link_base=output.parent),
-                      encoding="utf-8")
+    try:
+        check_writable(output)
+        if args.plot:
+            check_writable(args.plot)
+            plot_note = write_heatmap(records, args.plot)
+            if plot_note is None:
+                plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
+        write_text(output, render_report(records, sources, plot=plot_link, plot_note=plot_note,
+                                         attributions=case_attributions(records), link_base=output.parent))
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"report: {output}" + (f"\nplot: {args.plot}" if plot_link else ""))
     return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from conformance.report.diff import BadInput, compare, exit_status, load_side, render_markdown, render_text
+    from conformance.report.output import OutputError, check_writable, write_text
 
     try:
         comparison = compare(load_side(args.old), load_side(args.new))
-    except BadInput as exc:
+        if args.markdown:
+            check_writable(args.markdown)  # before printing, so a failed run prints only the error
+    except (BadInput, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(render_text(comparison), end="")
     if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(render_markdown(comparison), encoding="utf-8")
+        try:
+            write_text(args.markdown, render_markdown(comparison))
+        except OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return exit_status(comparison)
 
 

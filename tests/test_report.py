@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.report.render import (default_results, load_sources, render_report, version_key,
-                                version_ranges)
+from conformance.records.record import version_key
+from conformance.report.render import default_results, load_sources, render_report, version_ranges
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,6 +48,20 @@ def row(report: str, first_cell: str) -> list[str]:
 
 RAISE = {"exception": {"type": "RuntimeError", "message": "modified by an inplace operation\nHint: more",
                        "step": 4, "op": "backward", "line": 12, "phase": "backward"}}
+
+
+def read_only_directory(tmp_path: Path) -> Path:
+    """A directory no file can be created in: mode 0555, or /sys where root ignores modes."""
+    directory = tmp_path / "locked"
+    directory.mkdir()
+    directory.chmod(0o555)
+    for candidate in (directory, Path("/sys")):
+        try:
+            (candidate / "probe").write_text("")
+        except OSError:
+            return candidate
+        (candidate / "probe").unlink()
+    pytest.skip("no directory here refuses writes")
 
 
 def history() -> list[dict[str, Any]]:
@@ -228,11 +242,87 @@ def test_report_on_a_real_torch_run(tmp_path: Path) -> None:
     output = tmp_path / "COMPAT.md"
     assert main(["report", str(results), "--output", str(output), "--no-plot"]) == 0
     report = output.read_text(encoding="utf-8")
-    version = json.loads(results.read_text().splitlines()[0])["framework_version"]
+    first = json.loads(results.read_text().splitlines()[0])
+    version, kind = first["framework_version"], first["details"]["exception"].get("kind")
     assert row(report, "[`leaf_sin_inplace`](#leaf_sin_inplace)") == ["🛑 raises"]
     assert row(report, "[`detach_shares_memory`](#detach_shares_memory)") == ["🔗 aliases"]
     assert f"- `leaf_sin_inplace`: raises in {version}" in report
-    assert "`RuntimeError` (step 2, line 9; op `sin_`; phase op)" in report
+    assert "`RuntimeError` (step 2, line 9; op `sin_`; phase op" + (f"; kind {kind})" if kind else ")") in report
     assert "`conformance show leaf_sin_inplace --framework torch`" in report
     if f"torch {version} gpu: every cell skipped" not in report:  # a machine with a GPU runs that column
         assert f"torch {version} gpu" in report
+
+
+def test_report_shows_the_raise_kind(tmp_path: Path) -> None:
+    kinds = [record("a", "torch", "2.13.0", "raises", exception={**RAISE["exception"], "kind": "autograd"}),
+             record("a", "paddle", "3.3.1", "raises", exception={**RAISE["exception"], "type": "AttributeError",
+                                                                 "kind": "rejection", "phase": "op"})]
+    report = render_report(*load_sources([write(tmp_path / "r.jsonl", kinds)]))
+    assert ("- **torch 2.13.0 cpu**: 🛑 raises — `RuntimeError` (step 4, line 12; op `backward`; phase backward; "
+            "kind autograd): modified by an inplace operation") in report
+    assert "`AttributeError` (step 4, line 12; op `backward`; phase op; kind rejection)" in report
+
+
+def test_report_labels_a_mode_other_than_eager(tmp_path: Path) -> None:
+    records = [record("a", "torch", "2.13.0", "raises", **RAISE), {**record("a", "torch", "2.13.0", "aliases"),
+                                                                   "mode": "compiled"}]
+    report = render_report(*load_sources([write(tmp_path / "r.jsonl", records)]))
+    header = next(line for line in report.splitlines() if line.startswith("| case |"))
+    assert cells_of(header) == ["case", "torch 2.13.0 cpu", "torch 2.13.0 cpu compiled"]
+    assert "cpu, compiled, versions present: 2.13.0" in report
+    assert "- **torch 2.13.0 cpu compiled**: 🔗 aliases" in report
+
+
+def test_report_renders_summarised_arrays(tmp_path: Path) -> None:
+    from conformance.records.results import append_record
+
+    path = tmp_path / "r.jsonl"
+    big = [[float(i + j) for j in range(100)] for i in range(100)]
+    append_record(path, record("big", "torch", "2.13.0", "silent-wrong", max_error=0.5, observations=[
+        {"name": "value(y)", "ok": False, "value": big, "reference": big, "max_rel_error": 0.5}]))
+    assert '"summary": true' in path.read_text()
+    output = tmp_path / "R.md"
+    assert main(["report", str(path), "--output", str(output), "--no-plot"]) == 0
+    assert "- **torch 2.13.0 cpu**: ❌ silent-wrong — max relative error 0.5; wrong: `value(y)`" in output.read_text()
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"note": "not a record"}', "2: not a result record: missing field(s) case"),
+    ('[1, 2, 3]', "2: not a result record: a JSON list, not an object"),
+    ("{broken", "2: not a JSON record"),
+])
+def test_cli_report_rejects_a_line_that_is_not_a_record(tmp_path: Path, capsys, line: str, problem: str) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(record("a", "torch", "1.0", "raises")) + "\n" + line + "\n"
+                    + json.dumps(record("b", "torch", "1.0", "raises")) + "\n")
+    output = tmp_path / "R.md"
+    assert main(["report", str(path), "--output", str(output), "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}:{problem}") and err.count("\n") == 1
+    assert not output.exists()
+
+
+def test_cli_report_rejects_a_torn_last_line(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "r.jsonl", [record("a", "torch", "1.0", "raises")])
+    path.write_text(path.read_text() + '{"case": "b", "fram')
+    assert main(["report", str(path), "--output", str(tmp_path / "R.md"), "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}:2: truncated record") and "may have been interrupted" in err
+
+
+@pytest.mark.parametrize("where", ["read-only", "uncreatable", "directory"])
+@pytest.mark.parametrize("option", ["--output", "--plot"])
+def test_cli_report_unwritable_paths_are_one_line_errors(tmp_path: Path, capsys, where: str, option: str) -> None:
+    results = write(tmp_path / "r.jsonl", [record("a", "torch", "1.0", "raises")])
+    (tmp_path / "a_file").write_text("")
+    target = {"read-only": lambda: read_only_directory(tmp_path) / "R.md",
+              "uncreatable": lambda: tmp_path / "a_file" / "deeper" / "R.md",
+              "directory": lambda: tmp_path}[where]()
+    paths = {"--output": target, "--plot": tmp_path / "ok" / "heat.png"}
+    if option == "--plot":
+        paths = {"--output": tmp_path / "ok" / "R.md", "--plot": target}
+    argv = ["report", str(results), "--output", str(paths["--output"]), "--plot", str(paths["--plot"])]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write {target}: ") and err.count("\n") == 1
+    assert not (tmp_path / "ok" / "R.md").exists() and not (tmp_path / "ok" / "heat.png").exists()

@@ -3,87 +3,138 @@
 A baseline turns a known outcome into an expected one: with a baseline
 present, a cell passes when its outcome matches (even a known silent-wrong) and
 fails, explaining old vs new, when it changed.  One JSON file per column:
-``<dir>/<framework>-<version>-<device>.json``.
+``<dir>/<framework>-<version>-<device>.json`` (``-<mode>`` appended for a mode
+other than eager).
+
+Updating merges: a run over a subset of cases must not erase what the others
+recorded.  Entries go away only through :meth:`Baselines.prune`, which says
+what it removed.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
+from conformance.records.explain import explain
+from conformance.records.record import EAGER, Column, Record, as_record
 from conformance.records.results import latest_by_cell
 
-__all__ = ["Baselines", "summarize"]
+__all__ = ["Baselines", "summarize", "entries_match"]
 
 
-def summarize(record: dict[str, Any]) -> dict[str, Any]:
+def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
     """What a baseline keeps of a cell: the outcome and the facts that identify it."""
-    details = record["details"]
-    entry: dict[str, Any] = {"outcome": record["outcome"]}
-    if "exception" in details:
-        exc = details["exception"]
-        entry["exception"] = exc["type"]
-        entry["phase"] = exc["phase"]
+    record = as_record(record)
+    entry: dict[str, Any] = {"outcome": record.outcome}
+    exc = record.exception
+    if exc:
+        entry["exception"] = exc.type
+        entry["phase"] = exc.phase
+        if exc.kind:
+            entry["kind"] = exc.kind
     return entry
+
+
+def entries_match(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Equal, except that a raise kind missing on either side (written before kinds existed) matches any."""
+    if "kind" not in old or "kind" not in new:
+        old = {k: v for k, v in old.items() if k != "kind"}
+        new = {k: v for k, v in new.items() if k != "kind"}
+    return dict(old) == dict(new)
+
+
+def _load_json(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 class Baselines:
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
+        self.directory = Path(directory)
         self._cache: dict[str, dict[str, Any] | None] = {}
 
-    def file(self, framework: str, version: str, device: str) -> Path:
-        return self.directory / f"{framework}-{version}-{device}.json"
+    def file(self, framework: str | Column, version: str | None = None, device: str | None = None) -> Path:
+        """The baseline file of a column (or of framework, version, device in eager mode)."""
+        column = framework if isinstance(framework, Column) else Column(framework, str(version), str(device))
+        mode = f"-{column.mode}" if column.mode != EAGER else ""
+        return self.directory / f"{column.framework}-{column.version}-{column.device}{mode}.json"
 
-    def load(self, framework: str, version: str, device: str) -> dict[str, Any] | None:
+    def load(self, framework: str | Column, version: str | None = None,
+             device: str | None = None) -> dict[str, Any] | None:
         path = self.file(framework, version, device)
         key = str(path)
         if key not in self._cache:
-            self._cache[key] = json.loads(path.read_text()) if path.exists() else None
+            self._cache[key] = _load_json(path)
         return self._cache[key]
 
-    def check(self, record: dict[str, Any]) -> str | None:
+    def check(self, record: Record | Mapping[str, Any]) -> str | None:
         """None when the cell matches its baseline or has none; else an old-vs-new message."""
-        baseline = self.load(record["framework"], record["framework_version"], record["device"])
+        record = as_record(record)
+        baseline = self.load(record.column)
         if baseline is None:
             return None
-        path = self.file(record["framework"], record["framework_version"], record["device"])
-        old = baseline["cells"].get(record["case"])
+        path = self.file(record.column)
+        old = baseline["cells"].get(record.case)
         new = summarize(record)
         if old is None:
-            return (f"{record['case']}: not in baseline {path}; new outcome {new['outcome']}. "
+            return (f"{record.case}: not in baseline {path}; new outcome {new['outcome']}. "
                     "Run with --update-baselines to record it.")
-        if old != new:
-            return (f"{record['case']} on {record['framework']} {record['framework_version']} "
-                    f"({record['device']}) changed against baseline {path}:\n"
-                    f"  old: {json.dumps(old, sort_keys=True)}\n  new: {json.dumps(new, sort_keys=True)}")
+        if not entries_match(old, new):
+            return (f"{record.case} on {record.column.where} changed against baseline {path}:\n"
+                    f"  old: {json.dumps(old, sort_keys=True)}\n  new: {json.dumps(new, sort_keys=True)}\n"
+                    + explain(record))
         return None
 
-    def update(self, records: Iterable[dict[str, Any]]) -> list[Path]:
-        """Rewrite the baseline of every column present in *records*."""
-        columns: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for (case, framework, version, device), record in sorted(latest_by_cell(records).items()):
-            columns.setdefault((framework, version, device), {})[case] = summarize(record)
+    def _write(self, column: Column, cells: Mapping[str, Any]) -> Path:
+        path = self.file(column)
+        content: dict[str, Any] = {"framework": column.framework, "version": column.version,
+                                   "device": column.device, "cells": dict(sorted(cells.items()))}
+        if column.mode != EAGER:
+            content["mode"] = column.mode
+        path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        self._cache.pop(str(path), None)
+        return path
+
+    def update(self, records: Iterable[Record | Mapping[str, Any]]) -> list[Path]:
+        """Record the outcome of every cell in *records*, keeping the entries of cases that did not run."""
+        columns: dict[Column, dict[str, Any]] = {}
+        for (case, column), record in latest_by_cell(records).items():
+            columns.setdefault(column, {})[case] = summarize(record)
         written = []
         self.directory.mkdir(parents=True, exist_ok=True)
-        for (framework, version, device), cells in columns.items():
-            path = self.file(framework, version, device)
-            path.write_text(json.dumps({"framework": framework, "version": version, "device": device,
-                                        "cells": cells}, indent=2, sort_keys=True) + "\n")
-            self._cache.pop(str(path), None)
-            written.append(path)
+        for column, cells in sorted(columns.items()):
+            self._cache.pop(str(self.file(column)), None)
+            kept = dict((self.load(column) or {}).get("cells", {}))
+            written.append(self._write(column, {**kept, **cells}))
         return written
 
-    def stale(self, records: Iterable[dict[str, Any]]) -> list[str]:
+    def prune(self, known_case_ids: Iterable[str]) -> list[tuple[Path, str]]:
+        """Remove the entries of cases not in *known_case_ids* from every baseline file; say what went."""
+        known = set(known_case_ids)
+        removed: list[tuple[Path, str]] = []
+        for path in sorted(self.directory.glob("*.json")):
+            content = _load_json(path)
+            if not isinstance(content, dict) or not isinstance(content.get("cells"), dict):
+                continue  # not a baseline file
+            gone = sorted(set(content["cells"]) - known)
+            if not gone:
+                continue
+            content["cells"] = {case: entry for case, entry in content["cells"].items() if case in known}
+            path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            self._cache.pop(str(path), None)
+            removed += [(path, case) for case in gone]
+        return removed
+
+    def stale(self, records: Iterable[Record | Mapping[str, Any]]) -> list[str]:
         """Baseline entries, in the columns these records ran, that match no case that ran."""
-        ran: dict[tuple[str, str, str], set[str]] = {}
+        ran: dict[Column, set[str]] = {}
         for record in records:
-            ran.setdefault((record["framework"], record["framework_version"], record["device"]),
-                           set()).add(record["case"])
+            record = as_record(record)
+            ran.setdefault(record.column, set()).add(record.case)
         stale = []
-        for (framework, version, device), cases in sorted(ran.items()):
-            baseline = self.load(framework, version, device)
+        for column, cases in sorted(ran.items()):
+            baseline = self.load(column)
             for case in sorted(set(baseline["cells"]) - cases if baseline else ()):
-                stale.append(f"{self.file(framework, version, device)}: {case}")
+                stale.append(f"{self.file(column)}: {case}")
         return stale

@@ -1,7 +1,10 @@
 """Result records: one JSON line per cell, appended as soon as the cell is known.
 
 Appends take an exclusive lock, so pytest-xdist workers can share one file and
-an interrupted run keeps every record it wrote.
+an interrupted run keeps every record it wrote.  Reading is strict: a line that
+is not a record (malformed, truncated, or JSON of another shape) is a
+:class:`ResultsError` naming the file and line, never skipped, because a report
+or diff built on a silently shortened file states false facts.
 """
 
 from __future__ import annotations
@@ -14,17 +17,29 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["append_record", "read_records", "run_info", "latest_by_cell"]
+from conformance.records.record import Column, Record, RecordError, as_record
+
+__all__ = ["ResultsError", "append_record", "read_records", "iter_records", "load_records", "run_info",
+           "latest_by_cell"]
 
 
-def append_record(path: Path | str, record: dict[str, Any]) -> None:
+class ResultsError(Exception):
+    """A results file that cannot be read as records: which file, which line (1-based; 0: the whole file)."""
+
+    def __init__(self, path: Path | str, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+        self.path, self.line, self.message = str(path), line, message
+
+
+def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
+    """Append one record, bounded (:meth:`Record.to_dict`): one cell never writes more than a few KB."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, allow_nan=True) + "\n"
+    line = json.dumps(as_record(record).to_dict(), sort_keys=True, allow_nan=True) + "\n"
     with open(path, "a", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -34,27 +49,56 @@ def append_record(path: Path | str, record: dict[str, Any]) -> None:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
-    """Every record in *paths*; a torn last line (an interrupted write) is skipped."""
+def _parsed(path: Path) -> Iterator[tuple[dict[str, Any], Record]]:
+    try:
+        with open(path, "rb") as handle:
+            lines = handle.read().split(b"\n")
+    except OSError as exc:
+        raise ResultsError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+    torn = len(lines) - 1 if lines[-1].strip() else None  # the last line has no newline: a write cut short
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ResultsError(path, number, "not UTF-8 text") from None
+        except json.JSONDecodeError as exc:
+            if number - 1 == torn:
+                raise ResultsError(path, number, "truncated record at the end of the file (the run that wrote "
+                                                 "it may have been interrupted); remove the line or rerun") from None
+            raise ResultsError(path, number, f"not a JSON record ({exc.msg}, column {exc.colno})") from None
+        try:
+            yield data, Record.from_dict(data)
+        except RecordError as exc:
+            raise ResultsError(path, number, str(exc)) from None
+
+
+def iter_records(paths: Iterable[Path | str]) -> Iterator[Record]:
+    """Every record in *paths*, in order; :class:`ResultsError` at the first line that is not one."""
     for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+        for _, record in _parsed(Path(path)):
+            yield record
 
 
-def cell_key(record: dict[str, Any]) -> tuple[str, str, str, str]:
-    return record["case"], record["framework"], record["framework_version"], record["device"]
+def load_records(paths: Iterable[Path | str]) -> list[Record]:
+    return list(iter_records(paths))
 
 
-def latest_by_cell(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
-    """One record per cell; a later record for the same cell replaces an earlier one."""
-    return {cell_key(r): r for r in records}
+def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
+    """Every record in *paths* in its JSON form, checked like :func:`iter_records`."""
+    for path in paths:
+        for data, _ in _parsed(Path(path)):
+            yield data
+
+
+def latest_by_cell(records: Iterable[Record | Mapping[str, Any]]) -> dict[tuple[str, Column], Record]:
+    """One record per cell (case and column); a later record for the same cell replaces an earlier one."""
+    cells: dict[tuple[str, Column], Record] = {}
+    for record in records:
+        record = as_record(record)
+        cells[record.cell] = record
+    return cells
 
 
 def _cpu_model() -> str:

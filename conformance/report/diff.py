@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.report.markdown import code, first_line, shorten, table, text
-from conformance.report.render import Column, column_key, column_label
-from conformance.records.results import latest_by_cell
+from conformance.records.explain import explain, raised_brief
+from conformance.records.record import EAGER, Column, Record
+from conformance.records.results import ResultsError, latest_by_cell, load_records
+from conformance.report.markdown import code, table, text
 
 __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "load_side", "pair_columns",
            "severity", "compare", "render_text", "render_markdown", "exit_status"]
@@ -25,9 +26,10 @@ WRONG, CRASH, BEHAVIOUR, MEMORY, MESSAGE, NOT_COMPARABLE = 1, 2, 3, 4, 5, 6
 SEVERITIES = {
     WRONG: "became wrong (silent-wrong, or warns with a wrong result)",
     CRASH: "newly crash or timeout",
-    BEHAVIOUR: "behaviour changed (raises <-> silent, raises/unsupported, and other outcome changes)",
+    BEHAVIOUR: "behaviour changed (raises <-> silent, raises/unsupported, a different kind of raise, "
+               "and other outcome changes)",
     MEMORY: "memory semantics changed (aliases <-> copies)",
-    MESSAGE: "same outcome, different exception type, message or phase",
+    MESSAGE: "same outcome and raise kind, different exception type, message or phase",
     NOT_COMPARABLE: "not comparable (skipped or harness error on one side)",
 }
 _SHORT = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
@@ -41,7 +43,11 @@ class BadInput(Exception):
 
 @dataclass(frozen=True)
 class Cell:
-    """What a diff compares of one cell; baselines carry no message or correctness flag."""
+    """What a diff compares of one cell; baselines carry no message or correctness flag.
+
+    *kind* is the raise kind (autograd safety check, rejection, other); None
+    where the record or baseline predates kinds, and then it matches any kind.
+    """
 
     outcome: str
     exception: str | None = None
@@ -49,6 +55,7 @@ class Cell:
     phase: str | None = None
     correct: bool | None = None
     brief: str = ""
+    kind: str | None = None
 
     @property
     def wrong(self) -> bool:
@@ -62,66 +69,54 @@ class Side:
     columns: dict[Column, dict[str, Cell]]
 
 
-def _brief(outcome: str, details: Mapping[str, Any]) -> str:
-    exc = details.get("exception")
-    if exc:
-        return f"{exc.get('type')} ({exc.get('phase')}): {shorten(first_line(exc.get('message')), 100)}"
-    if details.get("max_error") is not None:
-        return f"max relative error {details['max_error']:.3g}"
-    if outcome == "warns":
-        warning = (details.get("warnings") or [{}])[0]
-        wrong = ", result wrong" if details.get("correct") is False else ""
-        return f"{warning.get('category', 'warning')}: {shorten(first_line(warning.get('message')), 80)}{wrong}"
-    for key in ("reason", "message"):
-        if details.get(key):
-            return shorten(first_line(details[key]), 100)
-    return ""
-
-
-def _cell_from_record(record: Mapping[str, Any]) -> Cell:
-    details = record.get("details") or {}
-    exc = details.get("exception") or {}
-    return Cell(record["outcome"], exc.get("type"), first_line(exc.get("message")) or None, exc.get("phase"),
-                details.get("correct"), _brief(record["outcome"], details))
+def _cell_from_record(record: Record) -> Cell:
+    exc = record.exception
+    return Cell(record.outcome, exc.type if exc else None, (exc.first_line or None) if exc else None,
+                exc.phase if exc else None, record.correct, explain(record, "brief"), exc.kind if exc else None)
 
 
 def _cell_from_baseline(entry: Mapping[str, Any]) -> Cell:
-    brief = f"{entry['exception']} ({entry.get('phase')})" if entry.get("exception") else ""
-    return Cell(entry["outcome"], entry.get("exception"), None, entry.get("phase"), None, brief)
+    kind = entry.get("kind")
+    brief = raised_brief(entry["exception"], entry.get("phase"), kind) if entry.get("exception") else ""
+    return Cell(entry["outcome"], entry.get("exception"), None, entry.get("phase"), None, brief, kind)
+
+
+def _baseline_side(path: Path, whole: Mapping[str, Any]) -> Side:
+    try:
+        column = Column(str(whole["framework"]), str(whole["version"]), str(whole["device"]),
+                        str(whole.get("mode") or "eager"))
+        cells = {case: _cell_from_baseline(entry) for case, entry in whole["cells"].items()}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise BadInput(f"{path}: neither a results file nor a baseline (missing field {exc})") from None
+    return Side(str(path), "baseline", {column: cells})
 
 
 def load_side(path: Path | str) -> Side:
-    """A results (.jsonl) or baseline (.json) file; format by content, so names do not matter."""
+    """A results (.jsonl) or baseline (.json) file; format by content, so names do not matter.
+
+    A results file is read strictly: a line that is not a record is bad input
+    naming the file and line, a torn last line included.
+    """
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         whole = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         whole = None
+    if isinstance(whole, dict) and "cells" in whole:
+        return _baseline_side(path, whole)
     try:
-        if isinstance(whole, dict) and "cells" in whole:
-            column = (str(whole["framework"]), str(whole["version"]), str(whole["device"]))
-            cells = {case: _cell_from_baseline(entry) for case, entry in whole["cells"].items()}
-            return Side(str(path), "baseline", {column: cells})
-        records = []
-        for number, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                if number < len(raw.splitlines()):  # a torn last line is an interrupted run, not bad input
-                    raise BadInput(f"{path}:{number}: not a JSON record") from None
-        columns: dict[Column, dict[str, Cell]] = {}
-        for (case, framework, version, device), record in latest_by_cell(records).items():
-            columns.setdefault((framework, version, device), {})[case] = _cell_from_record(record)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise BadInput(f"{path}: neither a results file nor a baseline (missing field {exc})") from None
+        records = load_records([path])
+    except ResultsError as exc:
+        raise BadInput(str(exc)) from None
+    columns: dict[Column, dict[str, Cell]] = {}
+    for (case, column), record in latest_by_cell(records).items():
+        columns.setdefault(column, {})[case] = _cell_from_record(record)
     if not columns:
         raise BadInput(f"{path}: no results records in this file")
     return Side(str(path), "results", columns)
@@ -131,12 +126,16 @@ def pair_columns(old: Side, new: Side) -> tuple[list[tuple[Column, Column]], lis
     """Columns to compare, by device: same framework and version first, then same framework
     (an upgrade), then whatever single column is left on each side (a port).
     Returns the pairs and the columns of each side left without a partner."""
-    left_old = sorted(old.columns, key=column_key)
-    left_new = sorted(new.columns, key=column_key)
+    left_old = sorted(old.columns)
+    left_new = sorted(new.columns)
     if len(left_old) == 1 and len(left_new) == 1:
         return [(left_old[0], left_new[0])], [], []
     pairs = []
-    for rule in (lambda a, b: a == b, lambda a, b: a[0] == b[0] and a[2] == b[2], lambda a, b: a[2] == b[2]):
+
+    def same_axis(a: Column, b: Column) -> bool:
+        return (a.device, a.mode) == (b.device, b.mode)
+
+    for rule in (lambda a, b: a == b, lambda a, b: a.framework == b.framework and same_axis(a, b), same_axis):
         for candidate in list(left_old):
             matches = [c for c in left_new if rule(candidate, c)]
             rivals = [c for c in left_old if matches and rule(c, matches[0])]
@@ -144,7 +143,7 @@ def pair_columns(old: Side, new: Side) -> tuple[list[tuple[Column, Column]], lis
                 pairs.append((candidate, matches[0]))
                 left_old.remove(candidate)
                 left_new.remove(matches[0])
-    return sorted(pairs, key=lambda p: column_key(p[1])), left_old, left_new
+    return sorted(pairs, key=lambda p: p[1]), left_old, left_new
 
 
 def severity(old: Cell, new: Cell) -> int | None:
@@ -159,6 +158,8 @@ def severity(old: Cell, new: Cell) -> int | None:
             return NOT_COMPARABLE
         if outcomes == {"aliases", "copies"}:
             return MEMORY
+        return BEHAVIOUR
+    if old.kind and new.kind and old.kind != new.kind:  # e.g. an autograd check became an argument rejection
         return BEHAVIOUR
     if old.exception != new.exception or old.phase != new.phase:
         return MESSAGE
@@ -212,7 +213,7 @@ def compare(old: Side, new: Side) -> Comparison:
                 rank = severity(before[case], after[case])
                 if rank is not None:
                     result.changes.append(Change(rank, case, pair, before[case], after[case]))
-    result.changes.sort(key=lambda c: (c.severity, column_key(c.pair[1]), c.case))
+    result.changes.sort(key=lambda c: (c.severity, c.pair[1].sort_key, c.case))
     return result
 
 
@@ -221,24 +222,24 @@ def exit_status(comparison: Comparison) -> int:
 
 
 def _columns(side: Side) -> str:
-    return ", ".join(column_label(c) for c in sorted(side.columns, key=column_key))
+    return ", ".join(c.label for c in sorted(side.columns))
 
 
 def _view(pair: tuple[Column, Column]) -> str:
-    (fw_a, v_a, _), (fw_b, v_b, _) = pair
-    if fw_a != fw_b:
+    old, new = pair
+    if old.framework != new.framework:
         return "porting view"
-    return "upgrade view" if v_a != v_b else "same version"
+    return "upgrade view" if old.version != new.version else "same version"
 
 
 def _where(comparison: Comparison, pair: tuple[Column, Column]) -> str:
     """How a line names its column pair: the device when that is unambiguous."""
-    devices = [p[1][2] for p in comparison.pairs]
-    if devices.count(pair[1][2]) == 1:
-        return pair[1][2]
+    axes = [(p[1].device, p[1].mode) for p in comparison.pairs]
+    if axes.count((pair[1].device, pair[1].mode)) == 1:
+        return pair[1].device + (f" {pair[1].mode}" if pair[1].mode != EAGER else "")
     if pair[0] == pair[1]:
-        return column_label(pair[0])
-    return f"{column_label(pair[0])} -> {column_label(pair[1])}"
+        return pair[0].label
+    return f"{pair[0].label} -> {pair[1].label}"
 
 
 def _label(cell: Cell) -> str:
@@ -264,10 +265,10 @@ def _counts(comparison: Comparison) -> str:
 def render_text(comparison: Comparison) -> str:
     lines = [f"OLD: {comparison.old.path} ({comparison.old.kind})",
              f"NEW: {comparison.new.path} ({comparison.new.kind})", "compared columns:"]
-    lines += [f"  {column_label(a)}  ->  {column_label(b)}  ({_view((a, b))})" for a, b in comparison.pairs]
-    lines += [f"  not compared: OLD column {column_label(c)} has no single counterpart in NEW"
+    lines += [f"  {a.label}  ->  {b.label}  ({_view((a, b))})" for a, b in comparison.pairs]
+    lines += [f"  not compared: OLD column {c.label} has no single counterpart in NEW"
               for c in comparison.unpaired_old]
-    lines += [f"  not compared: NEW column {column_label(c)} has no single counterpart in OLD"
+    lines += [f"  not compared: NEW column {c.label} has no single counterpart in OLD"
               for c in comparison.unpaired_new]
     if not comparison.changes:
         lines.append("\nno outcome changed")
@@ -293,9 +294,9 @@ def render_markdown(comparison: Comparison) -> str:
              f"OLD: {code(comparison.old.path)} ({comparison.old.kind}); "
              f"NEW: {code(comparison.new.path)} ({comparison.new.kind})", ""]
     lines += table(["OLD column", "NEW column", "view"],
-                   [[text(column_label(a)), text(column_label(b)), _view((a, b))] for a, b in comparison.pairs])
-    lines += [f"- not compared: OLD column {text(column_label(c))}" for c in comparison.unpaired_old]
-    lines += [f"- not compared: NEW column {text(column_label(c))}" for c in comparison.unpaired_new]
+                   [[text(a.label), text(b.label), _view((a, b))] for a, b in comparison.pairs])
+    lines += [f"- not compared: OLD column {text(c.label)}" for c in comparison.unpaired_old]
+    lines += [f"- not compared: NEW column {text(c.label)}" for c in comparison.unpaired_new]
     if not comparison.changes:
         lines += ["", "No outcome changed."]
     for rank, heading in SEVERITIES.items():

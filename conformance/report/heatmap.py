@@ -7,11 +7,12 @@ everything here degrades to "not drawn" with the reason instead of failing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from conformance.records.outcomes import ORDER
-from conformance.report.render import column_key, column_label
+from conformance.records.record import Record
 from conformance.records.results import latest_by_cell
+from conformance.report.output import OutputError, prepare
 
 __all__ = ["COLOURS", "write_heatmap"]
 
@@ -23,8 +24,11 @@ COLOURS = {
 }
 
 
-def write_heatmap(records: Iterable[Mapping[str, Any]], path: Path | str) -> str | None:
-    """Draw the heatmap to *path*; return None when written, else why it was not."""
+def write_heatmap(records: Iterable[Record], path: Path | str) -> str | None:
+    """Draw the heatmap to *path*; return None when written, else why it was not.
+
+    A path that cannot be written is an :class:`OutputError`, not a note: the user asked for that file.
+    """
     try:
         import matplotlib
 
@@ -37,22 +41,21 @@ def write_heatmap(records: Iterable[Mapping[str, Any]], path: Path | str) -> str
     import numpy as np
 
     cells = latest_by_cell(records)
-    columns = sorted({(r["framework"], r["framework_version"], r["device"]) for r in cells.values()
-                      if r["outcome"] != "skipped"}, key=column_key)
-    cases = sorted({(r.get("topic") or "", r["case"]) for r in cells.values()})
+    columns = sorted({r.column for r in cells.values() if r.outcome != "skipped"})
+    cases = sorted({(r.topic or "", r.case) for r in cells.values()})
     if not columns or not cases:
         return "no cell ran, so no heatmap was drawn."
-    outcomes = list(ORDER) + sorted({r["outcome"] for r in cells.values()} - set(ORDER))
+    outcomes = list(ORDER) + sorted({r.outcome for r in cells.values()} - set(ORDER))
     grid = np.full((len(cases), len(columns)), np.nan)
     for i, (_, case) in enumerate(cases):
         for j, column in enumerate(columns):
-            record = cells.get((case, *column))
+            record = cells.get((case, column))
             if record is not None:
-                grid[i, j] = outcomes.index(record["outcome"])
+                grid[i, j] = outcomes.index(record.outcome)
     cmap = ListedColormap([COLOURS.get(o, "#000000") for o in outcomes]).with_extremes(bad="white")
     fig, ax = plt.subplots(figsize=(2.0 + 1.3 * len(columns), 1.5 + 0.32 * len(cases)))
     ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(outcomes) - 0.5, aspect="auto")
-    ax.set_xticks(range(len(columns)), [column_label(c) for c in columns], rotation=30, ha="right")
+    ax.set_xticks(range(len(columns)), [c.label for c in columns], rotation=30, ha="right")
     ax.set_yticks(range(len(cases)), [f"{topic}/{case}" if topic else case for topic, case in cases])
     ax.set_xticks(np.arange(-0.5, len(columns)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(cases)), minor=True)
@@ -62,7 +65,11 @@ def write_heatmap(records: Iterable[Mapping[str, Any]], path: Path | str) -> str
     ax.legend(handles=[Patch(color=COLOURS.get(o, "#000000"), label=o) for o in present],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title("outcome per case and column")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        prepare(path)
+        fig.savefig(path, dpi=110, bbox_inches="tight", format="png")
+    except OSError as exc:
+        raise OutputError(path, exc) from None
+    finally:
+        plt.close(fig)
     return None

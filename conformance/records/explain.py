@@ -1,0 +1,155 @@
+"""One explanation of a cell, for every place that shows one.
+
+The pytest item, a baseline change, the compatibility report and the diff all
+say why a cell has its outcome.  They used to say it four ways, from four
+readings of the record's dict; now :func:`explain` decides what explains a
+cell (the exception with its kind and place, the wrong observations and their
+error, warnings, the reason, message and signal) and only the rendering
+differs: several lines of plain text, one line of markdown, or a short phrase.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from conformance.records.bounds import is_summary
+from conformance.report.markdown import code, text  # a leaf module: escaping only
+from conformance.records.record import RaisedException, Record, as_record
+
+__all__ = ["explain", "raised_brief", "show_value", "Style"]
+
+Style = Literal["text", "markdown", "brief"]
+
+
+def _first_line(value: object) -> str:
+    return next((line.strip() for line in str(value or "").splitlines() if line.strip()), "")
+
+
+def _shorten(value: str, limit: int) -> str:
+    return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
+
+
+def show_value(value: Any, limit: int = 200) -> str:
+    """An observed or reference value for a reader: a summarised array shows its shape, range and digest."""
+    if is_summary(value):
+        shape = "x".join(str(n) for n in value.get("shape") or []) or "?"
+        numbers = [f"{key} {value[key]:.4g}" for key in ("min", "max") if isinstance(value.get(key), (int, float))]
+        return (f"array {shape} ({value.get('size')} elements" + "".join(f", {n}" for n in numbers)
+                + f", {value.get('digest')})")
+    return _shorten(str(value), limit)
+
+
+def raised_brief(type_: str, phase: str | None, kind: str | None) -> str:
+    """``RuntimeError (backward; kind autograd)``: how the diff names an exception (baselines keep no message)."""
+    inside = "; ".join([str(phase)] + ([f"kind {kind}"] if kind else []))
+    return f"{type_} ({inside})"
+
+
+def _place(exc: RaisedException, code: Any) -> str:
+    """Where and what: ``step 4, line 12, iteration 2; op `add_`; phase backward; kind autograd``."""
+    groups = []
+    position = ", ".join(f"{name} {value}" for name, value in
+                         (("step", exc.step), ("line", exc.line), ("iteration", exc.iteration)) if value is not None)
+    if position:
+        groups.append(position)
+    if exc.op:
+        groups.append(f"op {code(exc.op)}")
+    if exc.phase:
+        groups.append(f"phase {exc.phase}")
+    if exc.kind:
+        groups.append(f"kind {exc.kind}")
+    return "; ".join(groups)
+
+
+def _distinct_warnings(record: Record, limit: int) -> list[tuple[str, str]]:
+    shown: list[tuple[str, str]] = []
+    for warning in record.warnings:
+        item = (str(warning.get("category") or "Warning"), _shorten(_first_line(warning.get("message")), limit))
+        if item not in shown:
+            shown.append(item)
+    return shown
+
+
+def _brief(record: Record) -> str:
+    exc = record.exception
+    if exc:
+        return f"{raised_brief(exc.type, exc.phase, exc.kind)}: {_shorten(exc.first_line, 100)}"
+    if record.max_error is not None:
+        return f"max relative error {record.max_error:.3g}"
+    if record.outcome == "warns":
+        warning = (record.warnings or [{}])[0]
+        wrong = ", result wrong" if record.correct is False else ""
+        return f"{warning.get('category', 'warning')}: {_shorten(_first_line(warning.get('message')), 80)}{wrong}"
+    for value in (record.reason, record.message):
+        if value:
+            return _shorten(_first_line(value), 100)
+    return ""
+
+
+def _markdown(record: Record) -> str:
+    parts = []
+    exc = record.exception
+    if exc:
+        parts.append(f"{code(exc.type)} ({_place(exc, code)}): {text(_shorten(exc.first_line, 300))}")
+    if record.outcome in ("silent-wrong", "warns") and record.max_error is not None:
+        parts.append(f"max relative error {record.max_error:.3g}")
+        wrong = [str(o.get("name")) for o in record.wrong_observations]
+        if wrong:
+            parts.append("wrong: " + ", ".join(code(n) for n in wrong[:4])
+                         + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""))
+    if record.outcome == "warns" and record.correct is not None:
+        parts.append("result correct" if record.correct else "result **wrong**")
+    warnings = _distinct_warnings(record, 200)
+    parts += [f"warning {code(category)}: {text(message)}" for category, message in warnings[:3]]
+    if len(warnings) > 3:
+        parts.append(f"{len(warnings) - 3} more distinct warnings")
+    for key, value in (("reason", record.reason), ("message", record.message)):
+        if value:
+            parts.append(f"{key}: {text(_shorten(_first_line(value), 300))}")
+    if record.signal:
+        parts.append(f"signal {record.signal}")
+    return "; ".join(parts)
+
+
+def _observation_line(observation: Mapping[str, Any]) -> str:
+    line = (f"  {observation.get('name')}: got {show_value(observation.get('value'))}, "
+            f"reference {show_value(observation.get('reference'))}")
+    if observation.get("max_rel_error"):
+        line += f" (max rel error {observation['max_rel_error']:.3g})"
+    if observation.get("reason"):
+        line += f" - {observation['reason']}"
+    return line
+
+
+def _text(record: Record) -> str:
+    lines = [f"{record.case} on {record.column.where}: {record.outcome}"]
+    exc = record.exception
+    if exc:
+        lines.append(f"  {exc.type} ({_place(exc, str)}): {exc.first_line}")
+    wrong = record.wrong_observations
+    lines += [_observation_line(o) for o in wrong[:8]]
+    if len(wrong) > 8:
+        lines.append(f"  and {len(wrong) - 8} more wrong observations")
+    if record.outcome == "warns" and record.correct is not None:
+        lines.append("  result correct" if record.correct else "  result wrong")
+    warnings = _distinct_warnings(record, 300)
+    lines += [f"  warning {category}: {message}" for category, message in warnings[:3]]
+    for key, value in (("reason", record.reason), ("message", record.message), ("signal", record.signal)):
+        if value:
+            lines.append(f"  {key}: {value}")
+    return "\n".join(lines)
+
+
+def explain(record: Record | Mapping[str, Any], style: Style = "text") -> str:
+    """Why a cell has its outcome.
+
+    ``text``: a head line (case, column, outcome) and a few indented lines, for
+    the terminal (the pytest item, a baseline change).  ``markdown``: one line
+    of evidence for the report.  ``brief``: one short phrase for the diff.
+    """
+    record = as_record(record)
+    if style == "markdown":
+        return _markdown(record)
+    if style == "brief":
+        return _brief(record)
+    return _text(record)

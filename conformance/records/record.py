@@ -1,0 +1,221 @@
+"""The result record of one cell, typed, and the column it belongs to.
+
+Every consumer (the pytest item, the report, the diff, baselines) reads a
+:class:`Record` instead of re-reading dict keys, so the schema lives here once.
+The column key and the order of framework versions are also computed here, and
+nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["Record", "Column", "RaisedException", "RecordError", "RAISE_KINDS", "EAGER", "version_key",
+           "as_record"]
+
+#: What a raise is about: an autograd safety check (version counter, leaf, view), an argument or API
+#: rejection (TypeError, wrong argument form, missing attribute), or anything else.  Records written
+#: before kinds existed carry none: their kind is unknown, never guessed.
+RAISE_KINDS = ("autograd", "rejection", "other")
+
+#: The execution mode of a record that names none.
+EAGER = "eager"
+
+_DEVICE_ORDER = {"cpu": 0, "gpu": 1}
+_REQUIRED_TEXT = ("case", "framework", "framework_version", "device", "outcome")
+_OPTIONAL_TEXT = ("case_file", "topic", "title")
+_MAPPINGS = ("details", "timings", "run_info")
+_FIELDS = frozenset(_REQUIRED_TEXT + _OPTIONAL_TEXT + _MAPPINGS + ("mode",))
+
+
+class RecordError(ValueError):
+    """A value that is not a result record; the message names the field at fault."""
+
+
+def _natural(text: str) -> tuple[tuple[int, int, str], ...]:
+    return tuple((0, int(tok), "") if tok.isdigit() else (1, 0, tok) for tok in re.findall(r"\d+|\D+", text.lower()))
+
+
+def version_key(version: str) -> tuple[Any, ...]:
+    """PEP 440 order (2.9 < 2.10, 3.0.0rc1 < 3.0.0 < 3.0.0+cpu); a version packaging cannot parse
+    comes after every parseable one, in natural order, rather than failing the report."""
+    try:
+        return (0, Version(version), ())
+    except InvalidVersion:
+        return (1, Version("0"), _natural(version))
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the matrix: a framework version on a device, in an execution mode."""
+
+    framework: str
+    version: str
+    device: str
+    mode: str = EAGER
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.framework, version_key(self.version), _DEVICE_ORDER.get(self.device, 9), self.device,
+                self.mode != EAGER, self.mode)
+
+    def __lt__(self, other: Column) -> bool:
+        return self.sort_key < other.sort_key
+
+    @property
+    def label(self) -> str:
+        """``torch 2.13.0 cpu``; a mode other than eager is appended (``torch 2.13.0 cpu compiled``)."""
+        parts = [self.framework, self.version, self.device] + ([self.mode] if self.mode != EAGER else [])
+        return " ".join(parts)
+
+    @property
+    def where(self) -> str:
+        """``torch 2.13.0 (cpu)``: the form a sentence about one cell uses."""
+        inside = self.device + (f", {self.mode}" if self.mode != EAGER else "")
+        return f"{self.framework} {self.version} ({inside})"
+
+
+@dataclass(frozen=True)
+class RaisedException:
+    """What a ``raises`` cell (or an exception before a wrong value) records about the exception."""
+
+    type: str
+    message: str
+    kind: str | None = None  # one of RAISE_KINDS; None for records written before kinds existed
+    phase: str | None = None
+    step: int | None = None
+    line: int | None = None
+    iteration: int | None = None
+    op: str | None = None
+
+    @property
+    def first_line(self) -> str:
+        return next((line.strip() for line in self.message.splitlines() if line.strip()), "")
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> RaisedException | None:
+        if not isinstance(raw, Mapping):
+            return None
+        return cls(type=str(raw.get("type") or "?"), message=str(raw.get("message") or ""),
+                   kind=raw.get("kind") if isinstance(raw.get("kind"), str) else None,
+                   phase=raw.get("phase"), step=raw.get("step"), line=raw.get("line"),
+                   iteration=raw.get("iteration"), op=raw.get("op"))
+
+
+@dataclass(frozen=True)
+class Record:
+    """One cell's result, as written to a results file (one JSON line)."""
+
+    case: str
+    framework: str
+    framework_version: str
+    device: str
+    outcome: str
+    case_file: str | None = None
+    topic: str | None = None
+    title: str | None = None
+    mode: str = EAGER
+    details: Mapping[str, Any] = field(default_factory=dict)
+    timings: Mapping[str, Any] = field(default_factory=dict)
+    run_info: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as written
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Record:
+        """A record from its JSON form; unknown keys are kept, anything that is not a record is refused."""
+        if not isinstance(raw, Mapping):
+            raise RecordError(f"not a result record: a JSON {type(raw).__name__}, not an object")
+        missing = [key for key in _REQUIRED_TEXT if key not in raw]
+        if missing:
+            raise RecordError(f"not a result record: missing field(s) {', '.join(missing)}")
+        for key in _REQUIRED_TEXT:
+            if not isinstance(raw[key], str) or not raw[key]:
+                raise RecordError(f"not a result record: field {key!r} is {raw[key]!r}, not a non-empty string")
+        for key in _OPTIONAL_TEXT:
+            if raw.get(key) is not None and not isinstance(raw[key], str):
+                raise RecordError(f"not a result record: field {key!r} is {raw[key]!r}, not a string")
+        for key in _MAPPINGS:
+            if raw.get(key) is not None and not isinstance(raw[key], Mapping):
+                raise RecordError(f"not a result record: field {key!r} is a {type(raw[key]).__name__}, "
+                                  "not an object")
+        mode = raw.get("mode") or EAGER
+        if not isinstance(mode, str):
+            raise RecordError(f"not a result record: field 'mode' is {mode!r}, not a string")
+        return cls(case=raw["case"], framework=raw["framework"], framework_version=raw["framework_version"],
+                   device=raw["device"], outcome=raw["outcome"], case_file=raw.get("case_file"),
+                   topic=raw.get("topic"), title=raw.get("title"), mode=mode,
+                   details=dict(raw.get("details") or {}), timings=dict(raw.get("timings") or {}),
+                   run_info=dict(raw.get("run_info") or {}),
+                   extra={k: v for k, v in raw.items() if k not in _FIELDS})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form written to a results file, bounded: large arrays summarised, long text cut."""
+        from conformance.records.bounds import bound_details, bound_strings
+
+        return {**self.extra, "case": self.case, "case_file": self.case_file, "topic": self.topic,
+                "title": bound_strings(self.title), "framework": self.framework,
+                "framework_version": self.framework_version, "device": self.device, "mode": self.mode,
+                "outcome": self.outcome, "details": bound_details(self.details),
+                "timings": dict(self.timings), "run_info": bound_strings(dict(self.run_info))}
+
+    @property
+    def column(self) -> Column:
+        return Column(self.framework, self.framework_version, self.device, self.mode)
+
+    @property
+    def cell(self) -> tuple[str, Column]:
+        """What identifies the cell: a later record with the same key replaces an earlier one."""
+        return self.case, self.column
+
+    @property
+    def exception(self) -> RaisedException | None:
+        return RaisedException.from_dict(self.details.get("exception"))
+
+    @property
+    def correct(self) -> bool | None:
+        """For ``warns``: whether the result was right despite the warning (None when not judged)."""
+        value = self.details.get("correct")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def wrong(self) -> bool:
+        """A wrong result, whether silent or with a warning."""
+        return self.outcome == "silent-wrong" or (self.outcome == "warns" and self.correct is False)
+
+    @property
+    def max_error(self) -> float | None:
+        value = self.details.get("max_error")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def observations(self) -> list[Mapping[str, Any]]:
+        return [o for o in self.details.get("observations") or [] if isinstance(o, Mapping)]
+
+    @property
+    def wrong_observations(self) -> list[Mapping[str, Any]]:
+        return [o for o in self.observations if o.get("ok") is False]
+
+    @property
+    def warnings(self) -> list[Mapping[str, Any]]:
+        return [w for w in self.details.get("warnings") or [] if isinstance(w, Mapping)]
+
+    @property
+    def reason(self) -> str | None:
+        return self.details.get("reason") or None
+
+    @property
+    def message(self) -> str | None:
+        return self.details.get("message") or None
+
+    @property
+    def signal(self) -> Any:
+        return self.details.get("signal") or None
+
+
+def as_record(value: Record | Mapping[str, Any]) -> Record:
+    """Accept the JSON form where a caller still holds one (the engine builds dicts)."""
+    return value if isinstance(value, Record) else Record.from_dict(value)

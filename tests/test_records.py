@@ -1,0 +1,194 @@
+"""The typed record: parsing, columns and version order, bounds, strict reading, and explain()."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conformance.records.bounds import MAX_TEXT
+from conformance.records.explain import explain
+from conformance.records.record import Column, Record, RecordError, version_key
+from conformance.records.results import ResultsError, append_record, load_records, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = sorted((ROOT / "reports" / "results").glob("*.jsonl"))
+
+
+def raw(case: str = "c", outcome: str = "raises", **details: Any) -> dict[str, Any]:
+    return {"case": case, "case_file": f"/nowhere/{case}.yaml", "topic": "t", "title": f"title of {case}",
+            "framework": "torch", "framework_version": "2.13.0", "device": "cpu", "outcome": outcome,
+            "details": details, "timings": {}, "run_info": {}}
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# -- the record -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_record_loads_and_round_trips(path: Path) -> None:
+    records = load_records([path])
+    assert records
+    for line, record in zip((json.loads(x) for x in path.read_text().splitlines() if x.strip()), records):
+        assert record.mode == "eager"  # written before modes existed
+        again = Record.from_dict(record.to_dict())
+        assert again == record
+        assert {k: v for k, v in record.to_dict().items() if k != "mode"} == line  # small records: unchanged
+
+
+def test_unknown_keys_are_kept_and_mode_is_read() -> None:
+    record = Record.from_dict({**raw(), "mode": "compiled", "shard": 3})
+    assert record.extra == {"shard": 3}
+    assert record.to_dict()["shard"] == 3
+    assert record.column == Column("torch", "2.13.0", "cpu", "compiled")
+    assert Record.from_dict(raw()).column == Column("torch", "2.13.0", "cpu")
+
+
+@pytest.mark.parametrize("value, problem", [
+    ([1, 2], "a JSON list, not an object"),
+    ("text", "a JSON str, not an object"),
+    ({"hello": "world"}, "missing field(s) case, framework, framework_version, device, outcome"),
+    ({**raw(), "outcome": 3}, "field 'outcome' is 3, not a non-empty string"),
+    ({**raw(), "case": ""}, "field 'case' is '', not a non-empty string"),
+    ({**raw(), "details": [1]}, "field 'details' is a list, not an object"),
+    ({**raw(), "title": 5}, "field 'title' is 5, not a string"),
+])
+def test_a_value_that_is_not_a_record_is_refused(value: Any, problem: str) -> None:
+    with pytest.raises(RecordError) as caught:
+        Record.from_dict(value)
+    assert str(caught.value) == f"not a result record: {problem}"
+
+
+def test_versions_order_with_packaging_and_unparseable_ones_last() -> None:
+    versions = ["3.10.0", "2.13.0+cpu", "nightly-2", "3.0.0", "2.9.1", "3.0.0rc1", "3.0.0.post1", "3.3",
+                "2.13.0", "nightly-10", "3.0.0-beta"]
+    assert sorted(versions, key=version_key) == [
+        "2.9.1", "2.13.0", "2.13.0+cpu", "3.0.0-beta", "3.0.0rc1", "3.0.0", "3.0.0.post1", "3.3", "3.10.0",
+        "nightly-2", "nightly-10"]
+    assert version_key("3.0") == version_key("3.0.0")
+
+
+def test_columns_order_and_label() -> None:
+    columns = [Column("torch", "2.14.1", "cpu"), Column("torch", "2.13.0+cpu", "gpu"),
+               Column("torch", "2.13.0+cpu", "cpu", "compiled"), Column("paddle", "3.3.1", "cpu"),
+               Column("torch", "2.13.0+cpu", "cpu")]
+    assert [c.label for c in sorted(columns)] == [
+        "paddle 3.3.1 cpu", "torch 2.13.0+cpu cpu", "torch 2.13.0+cpu cpu compiled", "torch 2.13.0+cpu gpu",
+        "torch 2.14.1 cpu"]
+    assert Column("torch", "2.13.0", "cpu").where == "torch 2.13.0 (cpu)"
+    assert Column("torch", "2.13.0", "cpu", "compiled").where == "torch 2.13.0 (cpu, compiled)"
+
+
+# -- bounds -----------------------------------------------------------------------------------------------
+
+def test_a_huge_observation_writes_a_small_line(tmp_path: Path) -> None:
+    big = np.arange(1000 * 10000, dtype=np.float64).reshape(1000, 10000) / 7
+    observation = {"name": "value(y)", "kind": "value", "ok": False, "max_rel_error": 0.5,
+                   "value": big.tolist(), "reference": (big * 2).tolist()}
+    path = tmp_path / "r.jsonl"
+    append_record(path, raw("big", "silent-wrong", observations=[observation], max_error=0.5))
+    line = path.read_bytes()
+    assert len(line) < 20_000
+    (record,) = load_records([path])
+    summary = record.observations[0]["value"]
+    assert summary["summary"] is True and summary["shape"] == [1000, 10000] and summary["size"] == 10_000_000
+    assert summary["digest"] == "sha256:" + hashlib.sha256(big.tobytes()).hexdigest()[:16]
+    assert summary["min"] == 0.0 and summary["max"] == pytest.approx(big.max())
+    assert summary["head"] == big.reshape(-1)[:8].tolist()
+    assert record.observations[0]["reference"]["digest"] != summary["digest"]
+    # the explanation and a second pass through the caps both cope with a summary
+    assert "value(y): got array 1000x10000 (10000000 elements, min 0, max 1.429e+06, sha256:" in explain(record)
+    assert Record.from_dict(record.to_dict()) == record
+
+
+def test_small_arrays_stay_and_long_text_is_cut() -> None:
+    small = {"name": "v", "value": [[1.0, 2.0]] * 32, "reference": [[1.0, 2.0]] * 32}  # 64 elements
+    record = Record.from_dict(raw(observations=[small], message="m" * 100_000,
+                                  exception={"type": "E", "message": "x" * 50_000},
+                                  warnings=[{"category": "W", "message": "w" * 9000}] * 100))
+    written = record.to_dict()["details"]
+    assert written["observations"][0]["value"] == small["value"]
+    for text in (written["message"], written["exception"]["message"], written["warnings"][0]["message"]):
+        assert len(text) <= MAX_TEXT and "…[cut: " in text
+    assert "[cut: 100000 characters in all]" in written["message"]
+    assert len(written["warnings"]) == 64 and written["warnings_omitted"] == 36
+    assert Record.from_dict(record.to_dict()).to_dict() == record.to_dict()  # caps applied twice: no change
+
+
+def test_many_observations_keep_the_wrong_ones() -> None:
+    observations = [{"name": f"v[{i}]", "ok": i != 900, "value": 1.0, "reference": 1.0} for i in range(1000)]
+    written = Record.from_dict(raw("loop", "silent-wrong", observations=observations)).to_dict()["details"]
+    names = [o["name"] for o in written["observations"]]
+    assert len(names) == 256 and "v[900]" in names and names[0] == "v[0]"
+    assert written["observations_omitted"] == 744
+
+
+# -- strict reading ---------------------------------------------------------------------------------------
+
+def test_a_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "r.jsonl", [json.dumps(raw("a")), "{not json", json.dumps(raw("b"))])
+    with pytest.raises(ResultsError) as caught:
+        load_records([path])
+    assert (caught.value.path, caught.value.line) == (str(path), 2)
+    assert str(caught.value).startswith(f"{path}:2: not a JSON record")
+    with pytest.raises(ResultsError):
+        list(read_records([path]))
+
+
+def test_a_torn_last_line_is_an_error_that_says_the_run_may_have_been_interrupted(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "r.jsonl", [json.dumps(raw("a"))])
+    path.write_text(path.read_text() + '{"case": "b", "outc')
+    with pytest.raises(ResultsError) as caught:
+        load_records([path])
+    assert caught.value.line == 2 and "may have been interrupted" in caught.value.message
+
+
+def test_a_json_line_that_is_not_a_record_is_an_error(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "r.jsonl", [json.dumps(raw("a")), "", json.dumps({"note": "hello"})])
+    with pytest.raises(ResultsError) as caught:
+        load_records([path])
+    assert str(caught.value) == f"{path}:3: not a result record: missing field(s) case, framework, " \
+                                "framework_version, device, outcome"
+
+
+def test_blank_lines_are_not_records(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "r.jsonl", ["", json.dumps(raw("a")), "   ", json.dumps(raw("b"))])
+    assert [r.case for r in load_records([path])] == ["a", "b"]
+
+
+# -- explain ----------------------------------------------------------------------------------------------
+
+def test_explain_says_what_raised_where_and_of_which_kind() -> None:
+    record = raw("iadd", exception={"type": "RuntimeError", "kind": "autograd", "step": 4, "line": 12,
+                                    "iteration": 2, "op": "backward", "phase": "backward",
+                                    "message": "one of the variables needed was modified\nHint: anomaly"})
+    assert explain(record) == (
+        "iadd on torch 2.13.0 (cpu): raises\n"
+        "  RuntimeError (step 4, line 12, iteration 2; op backward; phase backward; kind autograd): "
+        "one of the variables needed was modified")
+    assert explain(record, "markdown") == ("`RuntimeError` (step 4, line 12, iteration 2; op `backward`; phase "
+                                           "backward; kind autograd): one of the variables needed was modified")
+    assert explain(record, "brief") == "RuntimeError (backward; kind autograd): one of the variables needed was modified"
+    old = raw("iadd", exception={"type": "RuntimeError", "phase": "backward", "message": "m"})
+    assert explain(old, "brief") == "RuntimeError (backward): m"  # no kind recorded: none shown
+
+
+def test_explain_lists_wrong_observations_reason_message_and_signal() -> None:
+    wrong = raw("rnn", "silent-wrong", max_error=7.8e-4, observations=[
+        {"name": "grad(w)", "ok": False, "value": [1.0, 2.0], "reference": [1.0, 2.1], "max_rel_error": 7.8e-4},
+        {"name": "grad(b)", "ok": True, "value": [1.0], "reference": [1.0]}])
+    text = explain(wrong)
+    assert text.splitlines() == ["rnn on torch 2.13.0 (cpu): silent-wrong",
+                                 "  grad(w): got [1.0, 2.0], reference [1.0, 2.1] (max rel error 0.00078)"]
+    crash = raw("died", "crash", message="the torch worker died", signal=11)
+    assert explain(crash).splitlines()[1:] == ["  message: the torch worker died", "  signal: 11"]
+    skipped = raw("gpu", "skipped", reason="no GPU")
+    assert explain(skipped, "markdown") == "reason: no GPU"
+    assert explain(Record.from_dict(skipped)) == explain(skipped)
