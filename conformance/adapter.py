@@ -1,15 +1,13 @@
-"""The adapter interface: how one framework spells each step, and how to read its tensors.
+"""The adapter interface: how one framework spells what differs, and how to read its tensors.
 
-An adapter only *spells* and *reads*: it returns the source a user of its
-framework would write for a step, and converts the framework's objects into
-plain NumPy data.  Structure (loops, hooks, observations), comparison and
-classification live once elsewhere.  This module imports no framework; an
-adapter imports its framework when it is instantiated, inside a worker.
-
-The base class holds the spellings both built-in frameworks share (Python
-operators, ``x.detach()``, ``loss.backward()``...); a framework module overrides
-only what its framework spells differently.  A third party adds a framework with
-one module and one entry point in the ``conformance.adapters`` group.
+Each op spells itself by default (``conformance/ops``).  An adapter overrides
+only what its framework spells differently: a ``spell_<op>`` method for a whole
+step, or one of the expression hooks below (a tensor literal, a module, an
+optimizer); and it reads the framework's objects (NumPy data, memory layout,
+version).  Structure, comparison and classification live once elsewhere.  This
+module imports no framework; an adapter imports its framework when it is
+instantiated, inside a worker.  A third party adds a framework with one module
+and one entry point in the ``conformance.adapters`` group.
 """
 
 from __future__ import annotations
@@ -32,8 +30,10 @@ class Unsupported(Exception):
 
 
 def lit(value: Any) -> str:
-    """A Python literal for a validated number or nested list of numbers."""
-    return repr(value)
+    """A Python literal for a validated number or nested list of numbers (NaN and infinities too)."""
+    from conformance.program.literals import literal
+
+    return literal(value)
 
 
 class Adapter:
@@ -47,6 +47,11 @@ class Adapter:
     root: ClassVar[str]
     #: Tensor methods the framework names differently from the vocabulary (``mul_`` -> ``multiply_``).
     method_names: ClassVar[dict[str, str]] = {}
+    #: Names the generated programs bind (the framework's module aliases); cases may not use them.
+    reserved_names: ClassVar[tuple[str, ...]] = ()
+    #: Regular expressions for the messages of the framework's autograd safety checks
+    #: (version counter, in-place on a leaf or a view): a raise matching one is of kind ``autograd``.
+    autograd_messages: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.fw = importlib.import_module(self.import_name)
@@ -82,6 +87,11 @@ class Adapter:
             obj = getattr(obj, part)
         return obj
 
+    def require_attribute(self, name: str) -> None:
+        if not hasattr(self.tensor_type, name):
+            raise Unsupported(f"{self.tensor_type.__module__}.{self.tensor_type.__name__} has no "
+                              f"attribute {name!r} in {self.name} {self.version}")
+
     def require_method(self, method: str) -> None:
         if not hasattr(self.tensor_type, method):
             raise Unsupported(f"{self.tensor_type.__module__}.{self.tensor_type.__name__} has no "
@@ -103,11 +113,9 @@ class Adapter:
 
     # -- spellings: each returns an expression or a list of statements -------------
 
-    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+    def tensor(self, value: str, dtype: str, requires_grad: bool) -> str:
+        """A tensor from *value*, a Python literal already spelled."""
         raise NotImplementedError
-
-    def array(self, value: Any, dtype: str) -> str:
-        return f"np.array({lit(value)}, dtype=np.{dtype})"
 
     def from_numpy(self, array: str, device: str) -> str:
         raise NotImplementedError
@@ -123,12 +131,10 @@ class Adapter:
         self.require_method(method)
         return f"{x}.{method}({', '.join(args)})"
 
-    def data(self, x: str) -> str:
-        self.require_method("data")
-        return f"{x}.data"
-
-    def requires_grad_(self, x: str) -> list[str]:
-        raise NotImplementedError
+    def scalar_operand(self, literal: str, like: str) -> str:
+        """A number as the argument of an in-place tensor method of *like*, spelled as the
+        framework's users write it so that the call works (plain Python where it accepts one)."""
+        return literal
 
     def function(self, name: str) -> str:
         """The out-of-place function for an element-wise op, e.g. ``torch.sin``."""
@@ -170,7 +176,7 @@ class Adapter:
         self.resolve("F.mse_loss")
         return f"F.mse_loss({a}, {b})"
 
-    def sgd(self, modules: Sequence[str], lr: float) -> str:
+    def sgd(self, modules: Sequence[str], lr: str) -> str:
         raise NotImplementedError
 
     def zero_grad(self, optimizer: str) -> str:

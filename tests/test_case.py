@@ -20,7 +20,7 @@ import pytest
 from conformance.case import _yaml
 from conformance.case.load import CaseError, find_case_files, load_case, load_cases
 from conformance.case.index import Index, parse_index
-from conformance.ops import OBSERVATIONS, OPS, OpSpec
+from conformance.ops import OBSERVATIONS, OPS, Op
 from conformance.case.schema import build_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,7 +248,7 @@ def test_schema_follows_the_op_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert op_step["properties"]["op"]["enum"] == sorted(OPS)
     assert [rule["if"]["properties"]["op"]["const"] for rule in op_step["allOf"]] == sorted(OPS)
     assert schema["$defs"]["observation"]["properties"]["observe"]["enum"] == list(OBSERVATIONS)
-    monkeypatch.setitem(OPS, "brand_new", OpSpec("brand_new", "A new op.", args=("tensor",)))
+    monkeypatch.setitem(OPS, "brand_new", Op("brand_new", "A new op.", args=("tensor",)))
     assert "brand_new" in build_schema()["$defs"]["op_step"]["properties"]["op"]["enum"]
 
 

@@ -129,7 +129,7 @@ def test_memory_cases_are_aliases_or_copies() -> None:
               {"name": "shares_memory(a, b)", "kind": "shares_memory", "step": 6, "value": True}]
     outcome, details = classify(case, reply(observations=shared), reference, None)
     assert outcome == "aliases"
-    assert details["observations"][0]["matches_value_semantics"] is False
+    assert details["observations"][0]["matches_reference"] is False
     shared[1] = dict(shared[1], value=False)
     assert classify(case, reply(observations=shared), reference, None)[0] == "copies"
 

@@ -19,6 +19,12 @@ class PaddleAdapter(Adapter):
     # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
     # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
     method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_"}
+    reserved_names = ("paddle", "nn", "F")
+    autograd_messages = (
+        r"modified by an inplace operation",
+        r"Leaf Var .* that doesn't stop gradient can't use inplace strategy",
+        r"inplace .* (leaf|view)",
+    )
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
@@ -42,9 +48,14 @@ class PaddleAdapter(Adapter):
             "paddle.set_device(DEVICE)",
         ]
 
-    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+    def tensor(self, value: str, dtype: str, requires_grad: bool) -> str:
         grad = ", stop_gradient=False" if requires_grad else ""
-        return f"paddle.to_tensor({lit(value)}, dtype={dtype!r}{grad})"
+        return f"paddle.to_tensor({value}, dtype={dtype!r}{grad})"
+
+    def scalar_operand(self, literal: str, like: str) -> str:
+        # Paddle's in-place tensor methods take a tensor operand (a Python number raises
+        # AttributeError in 3.3); its users wrap the number in a tensor of the same dtype.
+        return f"paddle.to_tensor({literal}, dtype={like}.dtype)"
 
     def from_numpy(self, array: str, device: str) -> str:
         self.resolve("paddle.from_numpy")
@@ -53,8 +64,8 @@ class PaddleAdapter(Adapter):
     def to_tensor(self, array: str, device: str) -> str:
         return f"paddle.to_tensor({array})"
 
-    def requires_grad_(self, x: str) -> list[str]:
-        return [f"{x}.stop_gradient = False"]
+    def spell_requires_grad_(self, w: Any, step: Any) -> None:
+        w.emit(f"{step.args[0]}.stop_gradient = False")
 
     def inplace_activation(self, name: str, x: str) -> str:
         if not hasattr(self.fw.nn.functional, f"{name}_"):  # e.g. sigmoid_: only a Tensor method
@@ -84,9 +95,9 @@ class PaddleAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
-    def sgd(self, modules: Sequence[str], lr: float) -> str:
+    def sgd(self, modules: Sequence[str], lr: str) -> str:
         params = " + ".join(f"list({m}.parameters())" for m in modules)
-        return f"paddle.optimizer.SGD(learning_rate={lr!r}, parameters={params})"
+        return f"paddle.optimizer.SGD(learning_rate={lr}, parameters={params})"
 
     def zero_grad(self, optimizer: str) -> str:
         return f"{optimizer}.clear_grad()"

@@ -16,6 +16,15 @@ class TorchAdapter(Adapter):
     import_name = "torch"
     distributions = ("torch",)
     root = "torch"
+    reserved_names = ("torch", "nn", "F")
+    autograd_messages = (
+        r"modified by an inplace operation",
+        r"leaf Variable that requires grad is being used in an in-place operation",
+        r"is a view and (is being|its base or another view of its base has been) modified inplace",
+        r"a view of a leaf Variable that requires grad",
+        r"more than one element of the written-to tensor refers to a single memory location",
+        r"backward through the graph a second time",
+    )
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
@@ -37,9 +46,9 @@ class TorchAdapter(Adapter):
             f"DEVICE = {'cuda' if device == 'gpu' else 'cpu'!r}",
         ]
 
-    def tensor(self, value: Any, dtype: str, requires_grad: bool) -> str:
+    def tensor(self, value: str, dtype: str, requires_grad: bool) -> str:
         grad = ", requires_grad=True" if requires_grad else ""
-        return f"torch.tensor({lit(value)}, dtype=torch.{dtype}{grad}, device=DEVICE)"
+        return f"torch.tensor({value}, dtype=torch.{dtype}{grad}, device=DEVICE)"
 
     def from_numpy(self, array: str, device: str) -> str:
         self.resolve("torch.from_numpy")
@@ -50,9 +59,6 @@ class TorchAdapter(Adapter):
 
     def numpy(self, x: str, device: str) -> str:
         return f"{x}.cpu().numpy()" if device != "cpu" else f"{x}.numpy()"
-
-    def requires_grad_(self, x: str) -> list[str]:
-        return [f"{x}.requires_grad_()"]
 
     def function(self, name: str) -> str:
         return self.activation_function(name) if name == "relu" else super().function(name)
@@ -80,9 +86,9 @@ class TorchAdapter(Adapter):
         lines += [f"{out}.{name}_l0 = {self._parameter(value)}" for name, value in params.items()]
         return lines
 
-    def sgd(self, modules: Sequence[str], lr: float) -> str:
+    def sgd(self, modules: Sequence[str], lr: str) -> str:
         params = " + ".join(f"list({m}.parameters())" for m in modules)
-        return f"torch.optim.SGD({params}, lr={lr!r})"
+        return f"torch.optim.SGD({params}, lr={lr})"
 
     def version_counter(self, x: str) -> str:
         return f"{x}._version"

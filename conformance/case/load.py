@@ -7,6 +7,7 @@ line and the problem; nothing here imports a framework.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -15,16 +16,30 @@ from typing import Any, Iterable, Mapping
 
 from . import _yaml
 from conformance.case.index import Index, parse_index
-from conformance.ops import MEMORY_OBSERVATIONS, MODULE_PARAMETERS, OBSERVATIONS, OPS, OpSpec
+from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
 __all__ = ["Case", "CaseError", "Step", "case_from_message", "find_case_files", "load_case", "load_cases"]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-RESERVED_NAMES = frozenset(dir(builtins)) | {"torch", "paddle", "np", "numpy", "nn", "F", "DEVICE"}
+#: Names generated programs use themselves; each adapter adds its own (``torch``, ``nn``, ``F``...).
+HARNESS_NAMES = frozenset({"np", "numpy", "DEVICE"})
 TOP_LEVEL = {"id", "title", "topic", "source", "description", "tolerance", "timeout", "expected", "steps"}
-MODULE_KINDS = frozenset(MODULE_PARAMETERS)
 MAX_TIMEOUT = 3600.0
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
+#: Characters an observation name may not hold: ``[`` starts the iteration suffix of a key.
+OBSERVATION_NAME_FORBIDDEN = re.compile(r"[\[\]\x00-\x1f\x7f\u2028\u2029]")
+
+
+@functools.lru_cache(maxsize=None)
+def reserved_names() -> frozenset[str]:
+    """Names a case may not bind: Python's builtins, the harness's, and every adapter's."""
+    from conformance.adapter import adapter_classes
+
+    names = set(dir(builtins)) | HARNESS_NAMES
+    for cls in adapter_classes().values():
+        names.update(cls.reserved_names)
+    return frozenset(names)
 
 
 class CaseError(Exception):
@@ -58,9 +73,10 @@ class Step:
     kind: str = ""
     of: tuple[str, ...] = ()
     name: str = ""
+    judged: bool = False  # an observation compared with the reference (``judge: false`` turns it off)
 
     @property
-    def spec(self) -> OpSpec:
+    def spec(self) -> Op:
         return OPS[self.op]
 
     def walk(self) -> Iterable["Step"]:
@@ -93,15 +109,16 @@ class Case:
         for step in self.steps:
             yield from step.walk()
 
+    @functools.cached_property
+    def steps_by_number(self) -> dict[int, Step]:
+        return {step.number: step for step in self.walk()}
+
     def step(self, number: int) -> Step:
-        for step in self.walk():
-            if step.number == number:
-                return step
-        raise KeyError(number)
+        return self.steps_by_number[number]
 
     @property
     def observes_memory(self) -> bool:
-        return any(s.op == "observe" and s.kind in MEMORY_OBSERVATIONS for s in self.walk())
+        return any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in self.walk())
 
 
 def find_case_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -290,18 +307,13 @@ class _Checker:
             finally:
                 self.loop_depth -= op == "repeat"
             scope.update({k: v for k, v in inner_scope.items() if v != "counter"})
-        if op == "call":
-            outputs = data.get("out")
-            count = len(outputs) if isinstance(outputs, list) else 1
-            wanted = 2 if scope.get(args[0]) == "rnn" else 1
-            if count != wanted:
-                raise self.fail(where + ("out",), f"calling a {scope.get(args[0])} binds {wanted} "
-                                f"name(s), got {outputs!r}")
+        if spec.check is not None:
+            spec.check(data, scope, lambda message: self.fail(where + ("out",), message))
         out = self.out(spec, data.get("out"), where, scope, args)
         return Step(op=op, line=line, number=number, args=args, out=out, fields=fields,
                     steps=inner, index=index)
 
-    def args(self, spec: OpSpec, value: Any, where: tuple, scope: dict[str, str]) -> tuple[Any, ...]:
+    def args(self, spec: Op, value: Any, where: tuple, scope: dict[str, str]) -> tuple[Any, ...]:
         if not isinstance(value, list):
             value = [value]
         kinds = list(spec.args)
@@ -330,15 +342,15 @@ class _Checker:
             "operand": {"tensor"},
             "array": {"array"},
             "data": {"tensor", "array"},
-            "module": MODULE_KINDS,
+            "module": set(MODULE_KINDS),
             "optimizer": {"optimizer"},
-            "any": {"tensor", "array", "optimizer"} | MODULE_KINDS,
+            "any": {"tensor", "array", "optimizer"} | set(MODULE_KINDS),
         }[kind]
         if bound not in accepted:
             raise self.fail(where, f"{value!r} is a {bound}, but this argument takes a {kind}")
         return value
 
-    def fields(self, spec: OpSpec, data: dict, where: tuple, scope: dict[str, str]) -> dict[str, Any]:
+    def fields(self, spec: Op, data: dict, where: tuple, scope: dict[str, str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, fspec in spec.fields.items():
             at = where + (name,)
@@ -350,7 +362,7 @@ class _Checker:
             value = data[name]
             if fspec.type == "numbers":
                 self.numbers(value, at, name)
-            elif fspec.type in ("dtype", "kind"):
+            elif fspec.type in ("dtype", "choice"):
                 if value not in fspec.choices:
                     raise self.fail(at, f"{name} must be one of {list(fspec.choices)}, not {value!r}")
             elif fspec.type == "bool":
@@ -368,6 +380,8 @@ class _Checker:
                 elif not isinstance(value, str) or scope.get(value) != "tensor":
                     raise self.fail(at, f"{name} must name a tensor defined by an earlier step, "
                                     f"not {value!r}")
+            elif fspec.type == "observation":
+                self.observation_name(value, at, self.lines.of(at))
             elif fspec.type == "str":
                 if not isinstance(value, str) or not value:
                     raise self.fail(at, f"{name} must be a non-empty string, not {value!r}")
@@ -376,7 +390,12 @@ class _Checker:
 
     def numbers(self, value: Any, where: tuple, what: str, depth: int = 0) -> None:
         """A number or a rectangular nested list of numbers."""
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not INT64[0] <= value <= INT64[1]:
+                raise self.fail(where, f"{what}: integer {value} is outside the int64 range; "
+                                "write it as a float (e.g. 1.0e30) if that is meant")
+            return
+        if isinstance(value, float):
             return
         if not isinstance(value, list) or not value:
             raise self.fail(where, f"{what} must be a number or a non-empty (nested) list of numbers, "
@@ -388,7 +407,7 @@ class _Checker:
         if len(shapes) > 1:
             raise self.fail(where, f"{what} is not rectangular: rows of shapes {sorted(shapes)}")
 
-    def out(self, spec: OpSpec, value: Any, where: tuple, scope: dict[str, str],
+    def out(self, spec: Op, value: Any, where: tuple, scope: dict[str, str],
             args: tuple) -> tuple[str, ...]:
         at = where + ("out",)
         if value is None:
@@ -413,34 +432,34 @@ class _Checker:
         if not isinstance(name, str) or not NAME_PATTERN.match(name) or keyword.iskeyword(name):
             raise self.fail(where, f"{name!r} is not a valid name (letters, digits, '_', "
                             "starting with a letter)")
-        if name in RESERVED_NAMES:
+        if name in reserved_names():
             raise self.fail(where, f"{name!r} is reserved; choose another name")
 
     def observation(self, data: dict, where: tuple, scope: dict[str, str], number: int,
                     line: int) -> Step:
-        extra = sorted(set(data) - {"observe", "of", "name", "since"})
+        extra = sorted(set(data) - {"observe", "of", "name", "since", "judge"})
         if extra:
-            raise self.fail(where + (extra[0],), f"an observation takes 'observe', 'of', 'name' "
-                            f"and 'since', not {extra[0]!r}")
+            raise self.fail(where + (extra[0],), f"an observation takes 'observe', 'of', 'name', "
+                            f"'since' and 'judge', not {extra[0]!r}")
         kind = data["observe"]
-        if kind not in OBSERVATIONS:
+        if not isinstance(kind, str) or kind not in OBSERVATIONS:
             raise self.fail(where + ("observe",), f"unknown observation {kind!r}; "
                             f"expected one of {list(OBSERVATIONS)}")
+        spec = OBSERVATIONS[kind]
         targets = data.get("of")
         targets = targets if isinstance(targets, list) else [targets]
-        wanted = 2 if kind == "shares_memory" else 1
-        if len(targets) != wanted:
-            raise self.fail(where + ("of",), f"observe {kind} takes {wanted} name(s) in 'of', "
+        if len(targets) != spec.targets:
+            raise self.fail(where + ("of",), f"observe {kind} takes {spec.targets} name(s) in 'of', "
                             f"got {data.get('of')!r}")
         for target in targets:
             self.target(target, where + ("of",), scope, kind)
         name = data.get("name") or f"{kind}({', '.join(targets)})"
-        if not isinstance(name, str):
-            raise self.fail(where + ("name",), f"name must be a string, not {name!r}")
-        if name in self.observation_names:
-            raise self.fail(where, f"observation name {name!r} is already used on line "
-                            f"{self.observation_names[name]}; give this one a distinct 'name:'")
-        self.observation_names[name] = line
+        self.observation_name(name, where + ("name",) if "name" in data else where, line)
+        judge = data.get("judge", True)
+        if not isinstance(judge, bool):
+            raise self.fail(where + ("judge",), f"judge must be true or false, not {judge!r}")
+        if "judge" in data and not spec.judged:
+            raise self.fail(where + ("judge",), f"a {kind} observation is never judged; remove 'judge'")
         if kind == "address" and self.loop_depth:
             raise self.fail(where, "an 'address' observation cannot be inside a repeat: "
                             "same_storage compares against one recorded address")
@@ -453,7 +472,20 @@ class _Checker:
         if kind == "address":
             self.addresses[name] = number
         return Step(op="observe", line=line, number=number, kind=kind, of=tuple(targets), name=name,
-                    fields={"since": since} if since else {})
+                    fields={"since": since} if since else {}, judged=spec.judged and judge)
+
+    def observation_name(self, name: Any, where: tuple, line: int) -> None:
+        """Observation names are recorded keys: unique, and free of the ``[`` that marks iterations."""
+        if not isinstance(name, str) or not name:
+            raise self.fail(where, f"an observation name must be a non-empty string, not {name!r}")
+        bad = OBSERVATION_NAME_FORBIDDEN.search(name)
+        if bad:
+            raise self.fail(where, f"observation name {name!r} may not contain {bad.group(0)!r} "
+                            "('[...]' marks the iteration of an observation inside a repeat)")
+        if name in self.observation_names:
+            raise self.fail(where, f"observation name {name!r} is already used on line "
+                            f"{self.observation_names[name]}; give this one a distinct 'name:'")
+        self.observation_names[name] = line
 
     def target(self, target: Any, where: tuple, scope: dict[str, str], kind: str) -> None:
         if not isinstance(target, str):
@@ -463,11 +495,11 @@ class _Checker:
         if bound is None:
             raise self.fail(where, f"name {base!r} is not defined by an earlier step")
         if param:
-            if bound not in MODULE_KINDS or param not in MODULE_PARAMETERS[bound]:
+            if bound not in MODULE_KINDS or param not in MODULE_KINDS[bound].parameters:
                 raise self.fail(where, f"{target!r}: a {bound} has no parameter {param!r}")
         elif bound not in ("tensor", "array"):
             raise self.fail(where, f"cannot observe {kind} of {target!r}, a {bound}")
-        elif bound == "array" and kind not in ("value", "shares_memory", "address", "same_storage"):
+        elif bound == "array" and not OBSERVATIONS[kind].arrays:
             raise self.fail(where, f"a NumPy array has no {kind}")
 
 

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from conformance.case.load import ID_PATTERN, NAME_PATTERN, TOP_LEVEL
-from conformance.ops import MODULE_PARAMETERS, OBSERVATIONS, OPS, Field, OpSpec
+from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Field, Op
 
 __all__ = ["build_schema", "main"]
 
@@ -36,7 +36,7 @@ def _ref(name: str) -> Schema:
 
 def _field(spec: Field) -> Schema:
     """The schema of one keyword field, by its type name in the op table."""
-    if spec.type in ("dtype", "kind"):
+    if spec.type in ("dtype", "choice"):
         return {"enum": list(spec.choices)}
     simple: dict[str, Schema] = {
         "numbers": _ref("numbers"),
@@ -47,13 +47,14 @@ def _field(spec: Field) -> Schema:
         "name": _ref("name"),
         "steps": _ref("steps"),
         "str": {"type": "string", "minLength": 1},
+        "observation": _ref("observation_name"),
     }
     if spec.type not in simple:  # a new field type must be taught here, not silently accepted
         raise ValueError(f"no schema for field type {spec.type!r}")
     return simple[spec.type]
 
 
-def _args(spec: OpSpec) -> Schema:
+def _args(spec: Op) -> Schema:
     """Positional arguments: a list of the right kinds; a lone argument may be given bare."""
     kinds = list(spec.args)
     variadic = kinds.pop()[1:] if kinds and kinds[-1].startswith("*") else ""
@@ -73,7 +74,7 @@ def _args(spec: OpSpec) -> Schema:
     return {"anyOf": [as_list, item((kinds or [variadic])[0])]}
 
 
-def _out(spec: OpSpec) -> Schema:
+def _out(spec: Op) -> Schema:
     """Output names: one name (also as a one-item list), or a list for ``many``."""
     if spec.out == "many":
         return {"anyOf": [_ref("name"), {"type": "array", "minItems": 1, "items": _ref("name")}]}
@@ -81,7 +82,7 @@ def _out(spec: OpSpec) -> Schema:
                                      "items": _ref("name")}]}
 
 
-def _op_rule(spec: OpSpec) -> Schema:
+def _op_rule(spec: Op) -> Schema:
     """``if op is X then`` the fields X takes, the ones it needs, and nothing else."""
     properties: Schema = {"op": {"const": spec.name}}
     required = ["op"]
@@ -106,31 +107,38 @@ def _op_rule(spec: OpSpec) -> Schema:
 
 
 def _observation() -> Schema:
-    """An observation step; ``shares_memory`` takes two names, ``same_storage`` a ``since``."""
-    modules = sorted({p for params in MODULE_PARAMETERS.values() for p in params})
+    """An observation step: its kind decides how many names ``of`` takes; ``same_storage`` a ``since``."""
+    modules = sorted({p for kind in MODULE_KINDS.values() for p in kind.parameters})
     target = {"type": "string", "pattern": rf"^{_NAME_CHARS}(?:\.(?:{'|'.join(modules)}))?$"}
+    rules: list[Schema] = []
+    for count in sorted({spec.targets for spec in OBSERVATIONS.values()}):
+        kinds = sorted(name for name, spec in OBSERVATIONS.items() if spec.targets == count)
+        of = target if count == 1 else {"type": "array", "minItems": count, "maxItems": count, "items": target}
+        if count == 1:
+            of = {"anyOf": [target, {"type": "array", "minItems": 1, "maxItems": 1, "items": target}]}
+        rules.append({"if": {"properties": {"observe": {"enum": kinds}}},
+                      "then": {"properties": {"of": of}}})
+    rules.append({
+        "if": {"properties": {"observe": {"const": "same_storage"}}},
+        "then": {"required": ["since"]},
+        "else": {"not": {"required": ["since"]}},
+    })
+    rules.append({
+        "if": {"properties": {"observe": {"enum": sorted(n for n, o in OBSERVATIONS.items() if not o.judged)}}},
+        "then": {"not": {"required": ["judge"]}},
+    })
     return {
         "type": "object",
         "required": ["observe", "of"],
         "properties": {
             "observe": {"enum": list(OBSERVATIONS)},
-            "of": {"anyOf": [target, {"type": "array", "minItems": 1, "maxItems": 2, "items": target}]},
-            "name": {"type": "string"},
+            "of": {"anyOf": [target, {"type": "array", "minItems": 1, "items": target}]},
+            "name": _ref("observation_name"),
             "since": {"type": "string"},
+            "judge": {"type": "boolean"},
         },
         "additionalProperties": False,
-        "allOf": [
-            {
-                "if": {"properties": {"observe": {"const": "shares_memory"}}},
-                "then": {"properties": {"of": {"type": "array", "minItems": 2}}},
-                "else": {"properties": {"of": {"anyOf": [{"type": "string"}, {"maxItems": 1}]}}},
-            },
-            {
-                "if": {"properties": {"observe": {"const": "same_storage"}}},
-                "then": {"required": ["since"]},
-                "else": {"not": {"required": ["since"]}},
-            },
-        ],
+        "allOf": rules,
     }
 
 
@@ -174,6 +182,7 @@ def build_schema() -> Schema:
             "numbers": {"anyOf": [{"type": "number"},
                                   {"type": "array", "minItems": 1, "items": _ref("numbers")}]},
             "index": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": _INDEX}]},
+            "observation_name": {"type": "string", "minLength": 1, "pattern": r"^[^\[\]\x00-\x1f\x7f\u2028\u2029]+$"},
             "steps": {"type": "array", "items": _ref("step")},
             "step": {
                 "if": {"type": "object", "required": ["observe"]},

@@ -24,11 +24,16 @@ import numpy as np
 
 from conformance.adapter import Adapter, load_adapter
 from conformance.case.load import case_from_message
+from conformance.judge.raises import raise_kind
+from conformance.ops import OBSERVATIONS
+from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
 
 __all__ = ["main"]
 
 MAX_NATIVE_OUTPUT = 8000
+#: The most elements one observation may hand back; more is a harness limit, not a finding.
+MAX_OBSERVED_ELEMENTS = 1_000_000
 
 
 class HarnessFault(Exception):
@@ -59,36 +64,39 @@ class _Run:
                                   "message": str(w.message)})
         self.attributed = len(self.warning_log)
 
-    def observe(self, key: str, kind: str, getter: Callable[[], Any], transposed: bool) -> None:
+    def observe(self, key: str, kind: str, getter: Callable[[], Any], transposed: bool,
+                since: str | None = None) -> None:
         obj = getter()  # the framework's own action: an exception here is the framework's
         try:
             record = {"name": key, "kind": kind, "step": self.step}
-            record.update(self.read(key, kind, obj, transposed))
+            reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
+            record.update(self.read(key, reads, obj, transposed, since))
+        except HarnessFault:
+            raise
         except Exception as exc:
             raise HarnessFault(f"reading observation {key!r}: {type(exc).__name__}: {exc}") from exc
         self.observations.append(record)
 
-    def read(self, key: str, kind: str, obj: Any, transposed: bool) -> dict[str, Any]:
-        if kind in ("value", "grad"):
+    def read(self, key: str, reads: str, obj: Any, transposed: bool, since: str | None) -> dict[str, Any]:
+        if reads == "array":
             if obj is None:
                 return {"value": None}
             array = obj if isinstance(obj, np.ndarray) else self.adapter.to_numpy(obj)
+            if array.size > MAX_OBSERVED_ELEMENTS:
+                raise HarnessFault(f"observation {key!r} has {array.size} elements; the harness reads at "
+                                   f"most {MAX_OBSERVED_ELEMENTS} per observation")
             if transposed:
                 array = array.T
             return {"value": np.asarray(array, dtype=np.float64).tolist(),
                     "dtype": str(array.dtype), "shape": list(array.shape)}
-        if kind == "shares_memory":
-            spans = [self.span(item) for item in obj]
+        if reads == "overlap":
+            spans = [self.span(obj), self.addresses[since]] if since else [self.span(item) for item in obj]
             return {"value": _overlap(*spans), "spans": spans}
-        if kind == "address":
+        if reads == "address":
             span = self.span(obj)
             self.addresses[key] = span
             return {"value": span}
-        if kind == "same_storage":
-            target, since = obj
-            spans = [self.span(target), self.addresses[since]]
-            return {"value": _overlap(*spans), "spans": spans}
-        if kind in ("version", "allocated_bytes"):
+        if reads == "int":
             return {"value": None if obj is None else int(obj)}
         return {"value": bool(obj)}
 
@@ -147,27 +155,43 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
     program = translate(case, adapter, device, harness=True)
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
+    missing = unresolved_names(program.source, adapter.namespace)
+    if missing:
+        return {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, which "
+                f"{adapter.name} {adapter.version} does not have: a fault of the {adapter.name} adapter"}
     run = _Run(adapter)
     namespace: dict[str, Any] = {"_step": run.mark, "_observe": run.observe}
     reply: dict[str, Any] = {"status": "completed"}
+    filename = f"<case {case.id}>"
     started = time.perf_counter()
     with _CapturedOutput() as output, warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
         run.warning_log = log
         try:
-            exec(compile(program.source, f"<case {case.id}>", "exec"), namespace)
+            exec(compile(program.source, filename, "exec"), namespace)
         except HarnessFault as exc:
             reply = {"status": "error", "message": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - whatever the framework raised is the finding
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            reply = {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": {
-                "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-                "message": str(exc)[:4000]}}
+            reply = _raised(adapter, run, exc, filename)
         run.attribute()
     reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
                  run_seconds=time.perf_counter() - started)
     return reply
+
+
+def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> dict[str, Any]:
+    """What an exception from the running program was: the framework's, or the harness's own fault."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, NameError) and frames and frames[-1].filename == filename:
+        return {"status": "error", "message": f"the generated program raised {type(exc).__name__}: {exc} "
+                f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
+    type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
+    message = str(exc)[:4000]
+    return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": {
+        "type": type_name, "message": message,
+        "kind": raise_kind(type_name, message, adapter.autograd_messages)}}
 
 
 def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],

@@ -1,0 +1,16 @@
+"""The case vocabulary: every op a step may name and every kind of observation, each declared once.
+
+One module per op family (as onnx keeps one file per operator with its NumPy
+reference).  An op's entry carries its arguments and fields (validation and the
+JSON Schema read them), its reference semantics, and its default spelling;
+adding an op is adding an entry to its family.
+"""
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import OBSERVATIONS, OPS, register, register_observation
+from conformance.ops import control, elementwise, modules, observations, tensors, views  # noqa: F401  (fill the table)
+from conformance.ops.modules import MODULE_KINDS
+from conformance.ops.observations import Observation
+
+__all__ = ["Field", "MODULE_KINDS", "OBSERVATIONS", "OPS", "Observation", "Op", "register",
+           "register_observation"]

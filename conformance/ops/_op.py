@@ -1,0 +1,84 @@
+"""What an op is: its arguments and fields, its reference semantics, its default spelling.
+
+An op is declared once, in the module of its family.  Validation and the JSON
+Schema read its ``args``, ``out`` and ``fields``; the reference calls
+:meth:`Op.reference`; a generated program calls :meth:`Op.spell` unless the
+adapter of that framework has a method ``spell_<name>`` (the one place where a
+framework that spells the op differently says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+
+if TYPE_CHECKING:  # only for annotations: neither side imports the other at run time
+    from conformance.case.load import Step
+    from conformance.judge.reference import Machine
+    from conformance.program.translate import Writer
+
+__all__ = ["Field", "Op", "Check"]
+
+#: The type names a field may have; each one has a validation rule (case/load.py)
+#: and a JSON Schema (case/schema.py), so a new type must be taught to both.
+FIELD_TYPES = ("numbers", "dtype", "bool", "int", "number", "index", "name", "steps", "choice", "str",
+               "observation")
+
+
+@dataclass(frozen=True)
+class Field:
+    """A keyword field of a step: its type name, whether a case must give it, its default."""
+
+    type: str
+    required: bool = False
+    default: object = None
+    choices: tuple[str, ...] = ()
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in FIELD_TYPES:
+            raise ValueError(f"unknown field type {self.type!r}; known: {FIELD_TYPES}")
+
+
+#: A semantic check beyond types: ``check(step_data, scope, fail)`` raises ``fail(message)``.
+Check = Callable[[Mapping[str, Any], Mapping[str, str], Callable[[str], Exception]], None]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of the case language.
+
+    ``args`` holds one kind per positional argument; a kind starting with ``*``
+    takes any number (at least one) of that kind.  Kinds: ``tensor`` (a name
+    bound to a tensor), ``array`` (a NumPy array), ``data`` (tensor or array),
+    ``operand`` (a tensor name or a number), ``module``, ``optimizer``, ``any``.
+    ``out`` is ``required``, ``optional``, ``none`` or ``many``; ``binds`` is
+    the kind of object the output names are bound to (``same``: as the first
+    argument).
+    """
+
+    name: str
+    doc: str
+    args: tuple[str, ...] = ()
+    out: str = "required"
+    binds: str = "tensor"
+    fields: Mapping[str, Field] = field(default_factory=dict)
+    block: bool = False
+    check: Check | None = None
+    #: Functions given per op instance (families build many ops from one pair).
+    run_reference: Callable[["Machine", "Step"], None] | None = None
+    run_spell: Callable[["Writer", "Step"], None] | None = None
+
+    kind: ClassVar[str] = "op"
+
+    def reference(self, machine: "Machine", step: "Step") -> None:
+        """Value and gradient semantics: act on the reference machine."""
+        if self.run_reference is None:
+            raise NotImplementedError(f"op {self.name!r} has no reference semantics")
+        self.run_reference(machine, step)
+
+    def spell(self, writer: "Writer", step: "Step") -> None:
+        """The default spelling: emit the statements a user writes for this step."""
+        if self.run_spell is None:
+            raise NotImplementedError(f"op {self.name!r} has no default spelling")
+        self.run_spell(writer, step)

@@ -1,0 +1,69 @@
+"""Backward, loops and modes: the steps that drive the others."""
+
+from __future__ import annotations
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import register
+
+_STEPS = Field("steps", required=True)
+
+
+def _repeat_reference(m, s) -> None:
+    outer = m.loop
+    for i in range(s.fields["times"]):
+        if s.fields.get("var"):
+            m.counters[s.fields["var"]] = i
+        m.loop = outer + (i,)
+        m.run(s.steps)
+    m.loop = outer
+
+
+def _repeat_spell(w, s) -> None:
+    with w.loop(s.fields["times"], s.fields.get("var")):
+        w.steps(s.steps)
+
+
+def _no_grad_reference(m, s) -> None:
+    previous, m.grad_enabled = m.grad_enabled, False
+    try:
+        m.run(s.steps)
+    finally:
+        m.grad_enabled = previous
+
+
+def _no_grad_spell(w, s) -> None:
+    w.emit(w.a.no_grad())
+    with w.indented():
+        w.steps(s.steps)
+
+
+def _measure_spell(w, s) -> None:
+    expr = w.a.allocated_bytes(w.device)
+    before = f"_allocated_{s.number}"
+    if expr:
+        w.emit(f"{before} = {expr}")
+    w.steps(s.steps)
+    w.record(s.fields["name"], "allocated_bytes", f"{expr} - {before}" if expr else "None")
+
+
+register(Op(
+    "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none",
+    fields={"retain_graph": Field("bool", default=False)},
+    run_reference=lambda m, s: m.backward(m.tensor(s.args[0])),
+    run_spell=lambda w, s: w.emit(w.a.backward(s.args[0], s.fields["retain_graph"])),
+))
+register(Op(
+    "repeat", "Run the nested steps N times; var names the 0-based counter.", out="none", block=True,
+    fields={"times": Field("int", required=True), "var": Field("name"), "steps": _STEPS},
+    run_reference=_repeat_reference, run_spell=_repeat_spell,
+))
+register(Op(
+    "no_grad", "Run the nested steps without recording gradients.", out="none", block=True,
+    fields={"steps": _STEPS}, run_reference=_no_grad_reference, run_spell=_no_grad_spell,
+))
+register(Op(
+    "measure_allocated", "Record the device memory the nested steps allocate, where the framework and "
+    "device report it.", out="none", block=True,
+    fields={"name": Field("observation", required=True), "steps": _STEPS},
+    run_reference=lambda m, s: m.run(s.steps), run_spell=_measure_spell,
+))

@@ -1,0 +1,167 @@
+"""Element-wise math and reductions, out of place and in place.
+
+Each function is declared once with its float64 value and derivative; the
+family makes ``sin`` / ``sin_``, ``add`` / ``add_`` / ``+=`` and so on from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import register
+
+Array = np.ndarray
+
+
+@dataclass(frozen=True)
+class Unary:
+    """An element-wise function: float64 value and derivative ``(input, output) -> d out / d in``."""
+
+    name: str
+    forward: Callable[[Array], Array]
+    derivative: Callable[[Array, Array], Array]
+    #: lives in the framework's functional namespace (``F.relu``) rather than at its root
+    activation: bool = False
+
+    def __call__(self, x: Array):
+        y = self.forward(x)
+        return y, [lambda g: g * self.derivative(x, y)]
+
+
+def _sigmoid(x: Array) -> Array:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+UNARY: dict[str, Unary] = {u.name: u for u in (
+    Unary("sin", np.sin, lambda x, y: np.cos(x)),
+    Unary("cos", np.cos, lambda x, y: -np.sin(x)),
+    Unary("exp", np.exp, lambda x, y: y),
+    Unary("tanh", np.tanh, lambda x, y: 1.0 - y * y),
+    Unary("sigmoid", _sigmoid, lambda x, y: y * (1.0 - y), activation=True),
+    Unary("relu", lambda x: np.maximum(x, 0.0), lambda x, y: (x > 0).astype(np.float64), activation=True),
+)}
+
+
+def _out_of_place(fn: Unary) -> Op:
+    def spell(w, s) -> None:
+        call = w.a.activation_function(fn.name) if fn.activation else w.a.function(fn.name)
+        w.emit(f"{w.out(s)} = {call}({s.args[0]})")
+
+    return Op(fn.name, f"out = {fn.name}(t), out of place.", args=("tensor",),
+              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])), run_spell=spell)
+
+
+def _in_place(fn: Unary) -> Op:
+    def reference(m, s) -> None:
+        tensor = m.tensor(s.args[0])
+        m.inplace(tensor, fn)
+        m.bind(s, tensor)
+
+    def spell(w, s) -> None:
+        call = (w.a.inplace_activation(fn.name, s.args[0]) if fn.activation
+                else w.method(s.args[0], fn.name + "_"))
+        w.emit(w.bind(s) + call)
+
+    spelling = "functional" if fn.activation else "method"
+    return Op(fn.name + "_", f"{fn.name}_ in place ({spelling} spelling).", args=("tensor",),
+              out="optional", run_reference=reference, run_spell=spell)
+
+
+for _fn in UNARY.values():
+    register(_out_of_place(_fn))
+    register(_in_place(_fn))
+
+
+def _pow(a: Array, b: Array):
+    value = np.power(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # d/db of a**b is undefined for a < 0
+        log_a = np.where(a > 0, np.log(np.where(a > 0, a, 1.0)), np.where(a == 0, 0.0, np.nan))
+    return value, [lambda g: g * b * np.power(a, b - 1), lambda g: g * value * log_a]
+
+
+def _matmul(a: Array, b: Array):
+    return a @ b, [lambda g: g @ np.swapaxes(b, -1, -2), lambda g: np.swapaxes(a, -1, -2) @ g]
+
+
+@dataclass(frozen=True)
+class Binary:
+    """A binary function, its Python operator, and its in-place method (if any)."""
+
+    name: str
+    symbol: str
+    fn: Callable
+    method: str | None = None
+
+
+BINARY: dict[str, Binary] = {b.name: b for b in (
+    Binary("add", "+", lambda a, b: (a + b, [lambda g: g, lambda g: g]), "add_"),
+    Binary("sub", "-", lambda a, b: (a - b, [lambda g: g, lambda g: -g]), "sub_"),
+    Binary("mul", "*", lambda a, b: (a * b, [lambda g: g * b, lambda g: g * a]), "mul_"),
+    Binary("div", "/", lambda a, b: (a / b, [lambda g: g / b, lambda g: -g * a / (b * b)]), "div_"),
+    Binary("pow", "**", _pow),
+    Binary("matmul", "@", _matmul),
+)}
+
+_PYTHON_SCALAR = Field("bool", default=False, doc=(
+    "pass a number operand as a plain Python number even where the framework's users wrap it "
+    "in a tensor (to probe that rejection itself)"))
+
+
+def _inplace_binary(tensor_arg: str, fn: Callable):
+    def reference(m, s) -> None:
+        tensor = m.get(s.args[0])
+        m.inplace(tensor, fn, s.args[1])
+        m.bind(s, tensor)
+    return reference
+
+
+for _b in BINARY.values():
+    register(Op(
+        _b.name, f"out = a {_b.symbol} b.", args=("operand", "operand"),
+        run_reference=(lambda fn: lambda m, s: m.bind(s, m.new(fn, *s.args)))(_b.fn),
+        run_spell=(lambda sym: lambda w, s: w.emit(
+            f"{w.out(s)} = {w.arg(s, 0)} {sym} {w.arg(s, 1)}"))(_b.symbol),
+    ))
+    if _b.method:
+        register(Op(
+            _b.method, f"a.{_b.method}(b), in place.", args=("tensor", "operand"), out="optional",
+            fields={"python_scalar": _PYTHON_SCALAR},
+            run_reference=_inplace_binary("tensor", _b.fn),
+            run_spell=(lambda method: lambda w, s: w.emit(w.bind(s) + w.method(
+                s.args[0], method, w.operand(s, 1, like=s.args[0]))))(_b.method),
+        ))
+        register(Op(
+            "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment (not a.{_b.method}(b)).",
+            args=("data", "operand"), out="none",
+            run_reference=_inplace_binary("data", _b.fn),
+            run_spell=(lambda sym: lambda w, s: w.emit(f"{s.args[0]} {sym}= {w.arg(s, 1)}"))(_b.symbol),
+        ))
+
+
+def _add_out_reference(m, s) -> None:
+    into = m.tensor(s.fields["into"])
+    value, node = m.compute(BINARY["add"].fn, *s.args)
+    m.write(into, value, node)
+
+
+register(Op(
+    "add_out", "The framework's add function writing into an out= argument.", args=("tensor", "tensor"),
+    out="optional", fields={"into": Field("name", required=True)},
+    run_reference=lambda m, s: (_add_out_reference(m, s), m.bind(s, m.tensor(s.fields["into"]))),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.a.add_out(s.args[0], s.args[1], s.fields["into"])),
+))
+
+
+def _reduction(name: str, fn: Callable) -> Op:
+    return Op(name, f"out = t.{name}().", args=("tensor",),
+              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])),
+              run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], name)}"))
+
+
+register(_reduction("sum", lambda x: (np.asarray(x.sum()), [lambda g: np.broadcast_to(g, x.shape)])))
+register(_reduction("mean", lambda x: (np.asarray(x.mean()),
+                                       [lambda g: np.broadcast_to(g / max(x.size, 1), x.shape)])))

@@ -1,0 +1,182 @@
+"""Modules, losses and optimizers: Linear, an Elman RNN, activation modules, SGD.
+
+Parameters are given in a neutral layout (a Linear weight is out x in); an
+adapter whose framework stores them otherwise says so when it reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import register
+from conformance.ops.elementwise import UNARY
+
+_VALUE = Field("numbers", required=True)
+
+
+def _linear_fn(x, w, b=None):
+    y = x @ w.T + (0.0 if b is None else b)
+    def weight_grad(g):
+        g = np.broadcast_to(g, y.shape)
+        return g.reshape(-1, w.shape[0]).T @ np.broadcast_to(x, y.shape[:-1] + x.shape[-1:]).reshape(-1, w.shape[1])
+
+    return y, [lambda g: np.broadcast_to(g, y.shape) @ w, weight_grad, lambda g: g]
+
+
+def _linear_forward(m, module, inputs) -> list:
+    p = module.params
+    params = [p["weight"]] + ([p["bias"]] if "bias" in p else [])
+    return [m.new(_linear_fn, inputs[0], *params)]
+
+
+def _rnn_forward(m, module, inputs) -> list:
+    """A one-layer Elman RNN (tanh), time-major: x is (T, B, in), h0 is (1, B, H)."""
+    from conformance.judge.reference import Tensor
+
+    p = module.params
+    x = inputs[0]
+    if len(inputs) > 1:
+        h = inputs[1].view(lambda a: a[0])
+    else:
+        h = Tensor.fresh(np.zeros((x.shape[1], p["weight_hh"].shape[0])))
+    outputs = []
+    for t in range(x.shape[0]):
+        xt = x.view(lambda a, t=t: a[t])
+        pre_x = m.new(_linear_fn, xt, p["weight_ih"], p["bias_ih"])
+        pre_h = m.new(_linear_fn, h, p["weight_hh"], p["bias_hh"])
+        h = m.new(UNARY["tanh"], m.new(lambda a, b: (a + b, [lambda g: g, lambda g: g]), pre_x, pre_h))
+        outputs.append(h)
+    output = m.new(lambda *hs: (np.stack(hs), [(lambda i: lambda g: g[i])(i) for i in range(len(hs))]),
+                   *outputs)
+    h_n = m.new(lambda v: (v[None], [lambda g: g[0]]), h)
+    return [output, h_n]
+
+
+def _activation_forward(m, module, inputs) -> list:
+    fn = UNARY[module.options["kind"]]
+    if module.options.get("inplace"):
+        m.inplace(inputs[0], fn)
+        return [inputs[0]]
+    return [m.new(fn, inputs[0])]
+
+
+@dataclass(frozen=True)
+class ModuleKind:
+    """A kind of module: its parameters (neutral layout), how many names a call binds, its forward."""
+
+    name: str
+    parameters: tuple[str, ...]
+    outputs: int
+    forward: Callable[[Any, Any, list], list]
+
+
+MODULE_KINDS: dict[str, ModuleKind] = {k.name: k for k in (
+    ModuleKind("linear", ("weight", "bias"), 1, _linear_forward),
+    ModuleKind("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"), 2, _rnn_forward),
+    ModuleKind("activation", (), 1, _activation_forward),
+)}
+
+
+def _module_reference(m, s) -> None:
+    from conformance.judge.reference import Module, Node, Tensor
+    from conformance.ops.tensors import literal
+
+    kind = MODULE_KINDS[s.op]
+    module = Module(kind.name, options={k: v for k, v in s.fields.items() if k not in kind.parameters})
+    for name in kind.parameters:
+        if s.fields.get(name) is not None:
+            param = Tensor.fresh(literal(s.fields[name], "float32"))
+            param._node = Node(param.shape, leaf=param, requires_grad=True)
+            module.params[name] = param
+    m.bind(s, module)
+
+
+def _call_reference(m, s) -> None:
+    module = m.get(s.args[0])
+    inputs = [m.tensor(name) for name in s.args[1:]]
+    m.bind(s, *MODULE_KINDS[module.kind].forward(m, module, inputs))
+
+
+def _call_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
+    outputs = data.get("out")
+    count = len(outputs) if isinstance(outputs, list) else 1
+    kind = scope.get(data["args"][0] if isinstance(data.get("args"), list) else data.get("args"))
+    wanted = MODULE_KINDS[kind].outputs if kind in MODULE_KINDS else 1
+    if count != wanted:
+        raise fail(f"calling a {kind} binds {wanted} name(s), got {outputs!r}")
+
+
+register(Op(
+    "linear", "A Linear module with the given weight (out x in, y = x W^T + b) and bias.", binds="linear",
+    fields={"weight": _VALUE, "bias": Field("numbers")}, run_reference=_module_reference,
+    run_spell=lambda w, s: w.emit(*w.a.linear(w.out(s), s.fields["weight"], s.fields["bias"], w.device)),
+))
+register(Op(
+    "rnn", "A one-layer Elman RNN (tanh), time-major, with the given parameters.", binds="rnn",
+    fields={name: _VALUE for name in MODULE_KINDS["rnn"].parameters}, run_reference=_module_reference,
+    run_spell=lambda w, s: w.emit(*w.a.rnn(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["rnn"].parameters},
+                                           w.device)),
+))
+register(Op(
+    "activation", "An activation module, with the in-place flag where asked.", binds="activation",
+    fields={"kind": Field("choice", required=True, choices=("relu", "sigmoid", "tanh")),
+            "inplace": Field("bool")},
+    run_reference=_module_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.a.activation_module(s.fields["kind"], s.fields["inplace"])),
+))
+register(Op(
+    "call", "out = module(*inputs); an RNN binds [output, h_n].", args=("module", "*tensor"), out="many",
+    check=_call_check, run_reference=_call_reference,
+    run_spell=lambda w, s: w.emit(f"{', '.join(s.out)} = {s.args[0]}({', '.join(s.args[1:])})"),
+))
+
+
+def _mse(a, b):
+    d = a - b
+    n = max(d.size, 1)
+    return np.asarray((d * d).mean()), [lambda g: g * 2 * d / n, lambda g: -g * 2 * d / n]
+
+
+register(Op(
+    "mse_loss", "out = the framework's functional mean squared error.", args=("tensor", "tensor"),
+    run_reference=lambda m, s: m.bind(s, m.new(_mse, *s.args)),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.mse_loss(s.args[0], s.args[1])}"),
+))
+
+
+def _sgd_reference(m, s) -> None:
+    from conformance.judge.reference import Optimizer
+
+    m.bind(s, Optimizer([p for name in s.args for p in m.get(name).params.values()], float(s.fields["lr"])))
+
+
+def _step_reference(m, s) -> None:
+    optimizer = m.get(s.args[0])
+    for param in optimizer.params:
+        if param.grad is not None:
+            m.write(param, param.value - optimizer.lr * param.grad, None)  # untracked, as under no_grad
+
+
+def _zero_grad_reference(m, s) -> None:
+    for param in m.get(s.args[0]).params:
+        param.grad = None
+
+
+register(Op(
+    "sgd", "An SGD optimizer over the modules' parameters.", args=("*module",), binds="optimizer",
+    fields={"lr": Field("number", required=True)}, run_reference=_sgd_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.sgd(list(s.args), w.literal(s.fields['lr']))}"),
+))
+register(Op(
+    "step", "optimizer.step().", args=("optimizer",), out="none", run_reference=_step_reference,
+    run_spell=lambda w, s: w.emit(f"{s.args[0]}.step()"),
+))
+register(Op(
+    "zero_grad", "optimizer.zero_grad() / clear_grad().", args=("optimizer",), out="none",
+    run_reference=_zero_grad_reference,
+    run_spell=lambda w, s: w.emit(w.a.zero_grad(s.args[0])),
+))

@@ -1,0 +1,78 @@
+"""What a case may observe, declared once: its targets, how the worker reads it, how it is judged.
+
+``judged`` observations (values, gradients) are compared with the reference;
+``memory`` observations decide aliases/copies; the rest are recorded as
+information.  Any observation can be made informational with ``judge: false``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from conformance.ops._registry import register_observation
+
+__all__ = ["Observation"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A kind of observation.
+
+    ``targets``: how many names ``of`` takes.  ``reads``: how the worker turns
+    the observed object into data (``array``, ``overlap``, ``address``, ``int``,
+    ``bool``).  ``getter``: the expression a program evaluates, given the
+    writer and the target expressions.  ``arrays``: whether NumPy arrays may be
+    observed this way.
+    """
+
+    name: str
+    doc: str
+    reads: str
+    getter: Callable[[Any, list[str]], str]
+    targets: int = 1
+    judged: bool = False
+    memory: bool = False
+    arrays: bool = False
+    run_reference: Callable[[Any, Any], None] | None = None
+
+    def reference(self, machine: Any, step: Any) -> None:
+        if self.run_reference is not None and step.judged:
+            self.run_reference(machine, step)
+
+
+def _value_reference(m, s) -> None:
+    m.record(s, np.array(m.target(s.of[0]).value, dtype=np.float64))
+
+
+def _grad_reference(m, s) -> None:
+    grad = m.target(s.of[0]).grad
+    m.record(s, None if grad is None else np.array(grad))
+
+
+register_observation(Observation(
+    "value", "the current value (read from storage)", "array", lambda w, t: t[0], judged=True, arrays=True,
+    run_reference=_value_reference))
+register_observation(Observation(
+    "grad", "the .grad of a tensor (None when it has none)", "array", lambda w, t: f"{t[0]}.grad",
+    judged=True, run_reference=_grad_reference))
+register_observation(Observation(
+    "shares_memory", "whether two objects' elements overlap in memory", "overlap",
+    lambda w, t: f"({t[0]}, {t[1]})", targets=2, memory=True, arrays=True))
+register_observation(Observation(
+    "address", "the memory an object's elements occupy, for a later same_storage", "address",
+    lambda w, t: t[0], arrays=True))
+register_observation(Observation(
+    "same_storage", "whether an object still occupies the memory an earlier address observation recorded",
+    "overlap", lambda w, t: t[0], memory=True, arrays=True))
+register_observation(Observation(
+    "version", "the framework's version counter of a tensor", "int", lambda w, t: w.a.version_counter(t[0])))
+register_observation(Observation(
+    "requires_grad", "whether the tensor requires grad", "bool", lambda w, t: w.a.requires_grad(t[0])))
+register_observation(Observation(
+    "is_leaf", "whether the tensor is a leaf of the graph", "bool", lambda w, t: f"{t[0]}.is_leaf"))
+register_observation(Observation(
+    "same_object", "whether two names are the very same Python object (`a is b`)", "bool",
+    lambda w, t: f"({t[0]} is {t[1]})", targets=2, arrays=True))

@@ -1,0 +1,117 @@
+"""Making tensors and arrays, and the handles that share or copy their storage.
+
+``from_numpy``, ``numpy``, ``detach`` and ``data`` alias their input (the
+frameworks document them as sharing memory); ``to_tensor`` and ``clone`` copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import register
+
+DTYPES = ("float32", "float64", "int64")
+_VALUE = Field("numbers", required=True, doc="a number or a rectangular nested list of numbers")
+
+
+def literal(value: Any, dtype: str) -> np.ndarray:
+    """A literal as the framework holds it (rounded to its dtype), computed on in float64."""
+    if dtype == "int64":
+        return np.array(value, dtype=np.int64)
+    return np.array(value, dtype=dtype).astype(np.float64)
+
+
+def _tensor_reference(m, step) -> None:
+    from conformance.judge.reference import Node, Tensor
+
+    f = step.fields
+    tensor = Tensor.fresh(literal(f["value"], f["dtype"]))
+    if f["requires_grad"]:
+        tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True)
+    m.bind(step, tensor)
+
+
+def _array_reference(m, step) -> None:
+    from conformance.judge.reference import Tensor
+
+    m.bind(step, Tensor.fresh(literal(step.fields["value"], step.fields["dtype"]), kind="array"))
+
+
+register(Op(
+    "tensor", "A tensor from a literal (torch.tensor, paddle.to_tensor).",
+    fields={"value": _VALUE, "dtype": Field("dtype", default="float32", choices=DTYPES),
+            "requires_grad": Field("bool", default=False)},
+    run_reference=_tensor_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.a.tensor(
+        w.literal(s.fields["value"]), s.fields["dtype"], s.fields["requires_grad"])),
+))
+register(Op(
+    "array", "A NumPy array from a literal.", binds="array",
+    fields={"value": _VALUE, "dtype": Field("dtype", default="float64", choices=DTYPES)},
+    run_reference=_array_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = np.array({w.literal(s.fields['value'])}, "
+                                  f"dtype=np.{s.fields['dtype']})"),
+))
+register(Op(
+    "from_numpy", "A tensor from a NumPy array by the framework's zero-copy constructor.", args=("array",),
+    run_reference=lambda m, s: m.bind(s, m.get(s.args[0]).alias()),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.from_numpy(s.args[0], w.device)}"),
+))
+register(Op(
+    "to_tensor", "A tensor from a NumPy array by the framework's copying constructor.", args=("array",),
+    run_reference=lambda m, s: m.bind(s, _fresh_copy(m.get(s.args[0]))),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.to_tensor(s.args[0], w.device)}"),
+))
+register(Op(
+    "numpy", "tensor.numpy(): a NumPy array on the tensor's memory (on a CPU).", args=("tensor",),
+    binds="array",
+    run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias(kind="array")),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.numpy(s.args[0], w.device)}"),
+))
+register(Op(
+    "assign", "out = t: Python name binding, no copy.", args=("any",), binds="same",
+    run_reference=lambda m, s: m.bind(s, m.get(s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {s.args[0]}"),
+))
+register(Op(
+    "clone", "out = t.clone(): a copy the graph tracks.", args=("tensor",),
+    run_reference=lambda m, s: m.bind(s, m.new(lambda x: (x.copy(), [lambda g: g]), s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'clone')}"),
+))
+register(Op(
+    "detach", "out = t.detach(): shares t's storage, outside the graph.", args=("tensor",),
+    run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias()),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'detach')}"),
+))
+register(Op(
+    "data", "out = t.data: untracked access to t's storage, where the framework has it.", args=("tensor",),
+    run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias()),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'data')}"),
+))
+
+
+def _requires_grad_reference(m, step) -> None:
+    from conformance.judge.reference import Node
+
+    tensor = m.tensor(step.args[0])
+    if tensor.base is not None:
+        raise ValueError("requires_grad_ on a view is not modelled")
+    if not tensor.node.requires_grad:  # on a tensor that already requires grad: nothing to do
+        tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True)
+
+
+register(Op(
+    "requires_grad_", "Make t require grad in place (torch requires_grad_(), paddle stop_gradient = False).",
+    args=("tensor",), out="none",
+    run_reference=_requires_grad_reference,
+    run_spell=lambda w, s: w.emit(w.method(s.args[0], "requires_grad_")),
+))
+
+
+def _fresh_copy(source):
+    from conformance.judge.reference import Tensor
+
+    return Tensor.fresh(source.value)

@@ -1,0 +1,48 @@
+"""A static check of a generated program: every framework name it uses must exist.
+
+An adapter spells names as strings; a typo (``torch.optim.SDG``) would make the
+program raise ``AttributeError`` and read as the framework raising.  Checking
+the dotted names against the installed framework before running turns such a
+slip into a harness ``error``.  An API that may legitimately be absent is asked
+for through ``Adapter.resolve`` while spelling, and becomes ``unsupported``.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from typing import Any, Mapping
+
+__all__ = ["unresolved_names"]
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+def unresolved_names(source: str, namespace: Mapping[str, Any]) -> list[str]:
+    """Dotted names rooted at a module of *namespace* that do not resolve, in order of appearance."""
+    missing: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            continue
+        parts = _dotted(node)
+        if not parts or not isinstance(namespace.get(parts[0]), types.ModuleType):
+            continue
+        obj: Any = namespace[parts[0]]
+        for i, part in enumerate(parts[1:], start=1):
+            if not isinstance(obj, (types.ModuleType, type)):
+                break  # past modules and classes, attributes are values' business
+            if not hasattr(obj, part):
+                name = ".".join(parts[:i + 1])
+                if name not in missing:
+                    missing.append(name)
+                break
+            obj = getattr(obj, part)
+    return missing
