@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.report.diff import Cell, compare, load_side, render_markdown, render_text, severity
+from conformance.report.diff import BadInput, Cell, compare, load_side, render_markdown, render_text, severity
 
 
 def record(case: str, outcome: str, framework: str = "torch", version: str = "2.6.2", device: str = "cpu",
@@ -136,10 +136,90 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path, capsys) -> None:
     assert main(["diff", str(good), str(tmp_path / "binary.jsonl")]) == 2
 
 
-def test_torn_last_line_is_tolerated(tmp_path: Path) -> None:
+def test_torn_last_line_is_an_error(tmp_path: Path, capsys) -> None:
+    good = write(tmp_path / "good.jsonl", [record("a", "raises")])
     path = write(tmp_path / "r.jsonl", [record("a", "raises")])
     path.write_text(path.read_text() + '{"case": "b", "outc')
-    assert set(load_side(path).columns[("torch", "2.6.2", "cpu")]) == {"a"}
+    with pytest.raises(BadInput, match="may have been interrupted"):
+        load_side(path)
+    assert main(["diff", str(good), str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: {path}:2: truncated record") and captured.err.count("\n") == 1
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("{broken", "not a JSON record"),
+    ('{"note": "hello"}', "not a result record: missing field(s) case"),
+    ("[1, 2]", "not a result record: a JSON list, not an object"),
+])
+def test_a_line_that_is_not_a_record_is_an_error(tmp_path: Path, capsys, line: str, problem: str) -> None:
+    good = write(tmp_path / "good.jsonl", [record("a", "raises")])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record("a", "raises")) + "\n" + line + "\n" + json.dumps(record("b", "raises")) + "\n")
+    assert main(["diff", str(bad), str(good)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}:2: {problem}") and err.count("\n") == 1
+
+
+def with_kind(kind: str | None, **kwargs: Any) -> dict[str, Any]:
+    details = raised(**kwargs)
+    if kind:
+        details["exception"]["kind"] = kind
+    return details
+
+
+def test_a_change_of_raise_kind_is_a_behaviour_change(tmp_path: Path, capsys) -> None:
+    assert severity(Cell("raises", "RuntimeError", "a", kind="autograd"),
+                    Cell("raises", "TypeError", "b", kind="rejection")) == 3
+    assert severity(Cell("raises", "RuntimeError", "a", kind="autograd"),
+                    Cell("raises", "RuntimeError", "b", kind="autograd")) == 5
+    assert severity(Cell("raises", "RuntimeError", "a"), Cell("raises", "RuntimeError", "a", kind="other")) is None
+    old = [record("kind", "raises", **with_kind("autograd")),
+           record("text", "raises", **with_kind("autograd", message="old text")),
+           record("unknown", "raises", **with_kind(None))]
+    new = [record("kind", "raises", version="3.0.0", **with_kind("rejection", type_="AttributeError", phase="op")),
+           record("text", "raises", version="3.0.0", **with_kind("autograd", message="new text")),
+           record("unknown", "raises", version="3.0.0", **with_kind("rejection"))]
+    assert run_diff(tmp_path, old, new) == 0
+    out = capsys.readouterr().out
+    assert ("[3] behaviour changed (raises <-> silent, raises/unsupported, a different kind of raise, and other "
+            "outcome changes): 1\n  kind [cpu]  raises -> raises  was RuntimeError (backward; kind autograd): "
+            "modified by an inplace operation; now AttributeError (op; kind rejection): modified by an inplace "
+            "operation") in out
+    assert ("  text [cpu]  raises -> raises  was RuntimeError (backward; kind autograd): old text; "
+            "now RuntimeError (backward; kind autograd): new text") in out
+    assert out.index("[3] ") < out.index("[5] ")
+    assert "  unknown " not in out  # an old record has no kind: nothing to compare
+
+
+def test_baseline_without_kind_against_results_with_kind(tmp_path: Path, capsys) -> None:
+    baseline = tmp_path / "torch-2.6.2-cpu.json"
+    baseline.write_text(json.dumps({"framework": "torch", "version": "2.6.2", "device": "cpu", "cells": {
+        "old_entry": {"outcome": "raises", "exception": "RuntimeError", "phase": "backward"},
+        "new_entry": {"outcome": "raises", "exception": "RuntimeError", "phase": "backward", "kind": "autograd"}}}))
+    new = write(tmp_path / "new.jsonl", [record("old_entry", "raises", **with_kind("autograd")),
+                                         record("new_entry", "raises", **with_kind("rejection"))])
+    assert main(["diff", str(baseline), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "  old_entry " not in out
+    assert ("  new_entry [cpu]  raises -> raises  was RuntimeError (backward; kind autograd); "
+            "now RuntimeError (backward; kind rejection): modified by an inplace operation") in out
+
+
+@pytest.mark.parametrize("where", ["uncreatable", "directory", "read-only"])
+def test_unwritable_markdown_is_a_one_line_error(tmp_path: Path, capsys, where: str) -> None:
+    (tmp_path / "a_file").write_text("")
+    if where == "read-only":
+        from tests.test_report import read_only_directory
+
+        target = read_only_directory(tmp_path) / "diff.md"
+    else:
+        target = {"uncreatable": tmp_path / "a_file" / "sub" / "diff.md", "directory": tmp_path}[where]
+    assert run_diff(tmp_path, [record("a", "raises")], [record("a", "copies")], "--markdown", str(target)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: cannot write {target}: ") and captured.err.count("\n") == 1
+    assert captured.out == ""
 
 
 def test_baseline_file_as_old(tmp_path: Path, capsys) -> None:
