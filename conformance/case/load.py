@@ -368,6 +368,11 @@ class _Checker:
             elif fspec.type == "bool":
                 if not isinstance(value, bool):
                     raise self.fail(at, f"{name} must be true or false, not {value!r}")
+            elif fspec.type == "ints":
+                if not isinstance(value, list) or not value or any(
+                        isinstance(v, bool) or not isinstance(v, int) or not -64 <= v < 64 for v in value):
+                    raise self.fail(at, f"{name} must be a non-empty list of small integers (dimensions), "
+                                    f"not {value!r}")
             elif fspec.type == "int":
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     raise self.fail(at, f"{name} must be a positive integer, not {value!r}")

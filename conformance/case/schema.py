@@ -42,6 +42,7 @@ def _field(spec: Field) -> Schema:
         "numbers": _ref("numbers"),
         "bool": {"type": "boolean"},
         "int": {"type": "integer", "minimum": 1},
+        "ints": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": -64, "maximum": 63}},
         "number": {"type": "number"},
         "index": _ref("index"),
         "name": _ref("name"),

@@ -21,7 +21,7 @@ __all__ = ["Field", "Op", "Check"]
 
 #: The type names a field may have; each one has a validation rule (case/load.py)
 #: and a JSON Schema (case/schema.py), so a new type must be taught to both.
-FIELD_TYPES = ("numbers", "dtype", "bool", "int", "number", "index", "name", "steps", "choice", "str",
+FIELD_TYPES = ("numbers", "dtype", "bool", "int", "ints", "number", "index", "name", "steps", "choice", "str",
                "observation")
 
 
