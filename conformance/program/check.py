@@ -29,9 +29,9 @@ def _dotted(node: ast.AST) -> list[str] | None:
 def unresolved_names(source: str, namespace: Mapping[str, Any]) -> list[str]:
     """Dotted names rooted at a module of *namespace* that do not resolve, in order of appearance."""
     missing: list[str] = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
-            continue
+    attributes = [node for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)]
+    for node in sorted(attributes, key=lambda n: (n.lineno, n.col_offset)):
         parts = _dotted(node)
         if not parts or not isinstance(namespace.get(parts[0]), types.ModuleType):
             continue
