@@ -31,6 +31,7 @@ ALL_OPS = """
       - {op: tanh, args: [m], out: t3}
       - {op: sigmoid, args: [m], out: g1}
       - {op: relu, args: [m], out: r1}
+      - {op: abs, args: [m], out: b1}
       - {op: add, args: [s1, c1], out: a1}
       - {op: sub, args: [a1, e1], out: a2}
       - {op: div, args: [a2, 2.0], out: a3}
@@ -44,6 +45,7 @@ ALL_OPS = """
       - {op: tanh_, args: [k]}
       - {op: sigmoid_, args: [k]}
       - {op: relu_, args: [k]}
+      - {op: abs_, args: [k]}
       - {op: add_, args: [k, one]}
       - {op: sub_, args: [k, one]}
       - {op: mul_, args: [k, one]}

@@ -41,6 +41,7 @@ UNARY: dict[str, Unary] = {u.name: u for u in (
     Unary("cos", np.cos, lambda x, y: -np.sin(x)),
     Unary("exp", np.exp, lambda x, y: y),
     Unary("tanh", np.tanh, lambda x, y: 1.0 - y * y),
+    Unary("abs", np.abs, lambda x, y: np.sign(x)),
     Unary("sigmoid", _sigmoid, lambda x, y: y * (1.0 - y), activation=True),
     Unary("relu", lambda x: np.maximum(x, 0.0), lambda x, y: (x > 0).astype(np.float64), activation=True),
 )}
