@@ -318,3 +318,17 @@ def test_real_results_against_themselves_edited(tmp_path: Path, capsys, edit: st
     out = capsys.readouterr().out
     assert f"  {target['case']} [" in out and f"-> {edit}" in out
     assert status == (1 if edit == "silent-wrong" else 0)
+
+
+def test_summarised_arrays_diff_like_any_record(tmp_path: Path, capsys) -> None:
+    from conformance.records.results import append_record
+
+    big = [float(i) for i in range(1000)]
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    append_record(old, record("big", "silent-correct", observations=[
+        {"name": "value(y)", "ok": True, "value": big, "reference": big}]))
+    append_record(new, record("big", "silent-wrong", version="3.0.0", max_error=2.0, observations=[
+        {"name": "value(y)", "ok": False, "value": [3 * v for v in big], "reference": big, "max_rel_error": 2.0}]))
+    assert '"summary": true' in new.read_text()
+    assert main(["diff", str(old), str(new)]) == 1
+    assert "  big [cpu]  silent-correct -> silent-wrong  max relative error 2" in capsys.readouterr().out
