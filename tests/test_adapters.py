@@ -55,6 +55,8 @@ ALL_OPS = """
       - {op: imul, args: [k, one]}
       - {op: idiv, args: [k, one]}
       - {op: getitem, args: [k], index: "0", out: row}
+      - {op: transpose, args: [x], dims: [0, 1], out: xt}
+      - {observe: value, of: xt}
       - {op: tensor, out: z, value: [0.0, 0.0]}
       - {op: setitem, args: [z, 2.0], index: ":"}
       - {observe: value, of: row}

@@ -64,6 +64,12 @@ class PaddleAdapter(Adapter):
     def to_tensor(self, array: str, device: str) -> str:
         return f"paddle.to_tensor({array})"
 
+    def spell_transpose(self, w: Any, step: Any) -> None:
+        # Paddle's transpose takes the whole permutation (perm=), in every 2.x and 3.x release.
+        x, (first, second) = step.args[0], step.fields["dims"]
+        w.emit(f"_perm = list(range({x}.ndim))", f"_perm[{first}], _perm[{second}] = _perm[{second}], _perm[{first}]",
+               f"{w.out(step)} = {x}.transpose(perm=_perm)")
+
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
         w.emit(f"{step.args[0]}.stop_gradient = False")
 

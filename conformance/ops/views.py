@@ -43,3 +43,26 @@ register(Op(
     run_reference=_setitem_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.index.source()}] = {w.arg(s, 1)}"),
 ))
+
+
+def _transposed(dims: list[int]):
+    def take(a):
+        order = list(range(a.ndim))
+        first, second = order[dims[0]], order[dims[1]]
+        order[first], order[second] = second, first
+        return a.transpose(order)
+    return take
+
+
+def _two_dims(data, scope, fail) -> None:
+    if len(data["dims"]) != 2:
+        raise fail(f"dims must name two dimensions, not {data['dims']!r}")
+
+
+register(Op(
+    "transpose", "out = t.transpose(d0, d1): a view with two dimensions swapped.", args=("tensor",),
+    fields={"dims": Field("ints", required=True, doc="the two dimensions to swap")},
+    check=_two_dims,
+    run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).view(_transposed(s.fields["dims"]))),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "transpose", *map(str, s.fields["dims"]))),
+))
