@@ -301,11 +301,11 @@ class _Checker:
                     raise self.fail(where + ("var",), f"loop counter {fields['var']!r} would shadow "
                                     f"the {scope[fields['var']]} of that name")
                 inner_scope[fields["var"]] = "counter"
-            self.loop_depth += op == "repeat"
+            self.loop_depth += spec.loop
             try:
                 inner = self.steps(data["steps"], where + ("steps",), inner_scope)
             finally:
-                self.loop_depth -= op == "repeat"
+                self.loop_depth -= spec.loop
             scope.update({k: v for k, v in inner_scope.items() if v != "counter"})
         if spec.check is not None:
             spec.check(data, scope, lambda message: self.fail(where + ("out",), message))
@@ -465,16 +465,16 @@ class _Checker:
             raise self.fail(where + ("judge",), f"judge must be true or false, not {judge!r}")
         if "judge" in data and not spec.judged:
             raise self.fail(where + ("judge",), f"a {kind} observation is never judged; remove 'judge'")
-        if kind == "address" and self.loop_depth:
-            raise self.fail(where, "an 'address' observation cannot be inside a repeat: "
-                            "same_storage compares against one recorded address")
+        if spec.reads == "address" and self.loop_depth:
+            raise self.fail(where, f"an {kind!r} observation cannot be inside a repeat: "
+                            "a later comparison needs one recorded address")
         since = data.get("since")
-        if (kind == "same_storage") != ("since" in data):
+        if spec.since != ("since" in data):
             raise self.fail(where, "'since' (the name of an earlier 'address' observation) goes with "
-                            "observe: same_storage, and only there")
+                            f"the observations {[n for n, o in OBSERVATIONS.items() if o.since]}, and only there")
         if since is not None and (not isinstance(since, str) or self.addresses.get(since) is None):
             raise self.fail(where + ("since",), f"since {since!r} names no earlier 'address' observation")
-        if kind == "address":
+        if spec.reads == "address":
             self.addresses[name] = number
         return Step(op="observe", line=line, number=number, kind=kind, of=tuple(targets), name=name,
                     fields={"since": since} if since else {}, judged=spec.judged and judge)

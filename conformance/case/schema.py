@@ -120,7 +120,7 @@ def _observation() -> Schema:
         rules.append({"if": {"properties": {"observe": {"enum": kinds}}},
                       "then": {"properties": {"of": of}}})
     rules.append({
-        "if": {"properties": {"observe": {"const": "same_storage"}}},
+        "if": {"properties": {"observe": {"enum": sorted(n for n, o in OBSERVATIONS.items() if o.since)}}},
         "then": {"required": ["since"]},
         "else": {"not": {"required": ["since"]}},
     })

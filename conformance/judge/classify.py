@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from conformance.case.load import Case, Tolerance
-from conformance.ops import OBSERVATIONS
+from conformance.ops import OBSERVATIONS, OPS
 
 __all__ = ["OUTCOMES", "classify", "compare", "default_tolerance"]
 
@@ -120,7 +120,7 @@ def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     step = case.steps_by_number.get(reply["step"])
     if step is None:  # raised before the first step (in the framework's prelude)
         return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
-    phase = "backward" if step.op == "backward" else ("observe" if step.op == "observe" else "op")
+    phase = "observe" if step.op == "observe" else OPS[step.op].phase
     found = dict(reply["exception"], step=step.number, op=step.op, line=step.line, phase=phase)
     if reply.get("iteration"):  # inside repeat blocks: the 0-based counters, outermost first
         found["iteration"] = reply["iteration"]

@@ -64,6 +64,10 @@ class Op:
     binds: str = "tensor"
     fields: Mapping[str, Field] = field(default_factory=dict)
     block: bool = False
+    #: a block whose steps run more than once (observations inside get an iteration key)
+    loop: bool = False
+    #: where an exception raised by this step happened: ``op`` or ``backward``
+    phase: str = "op"
     check: Check | None = None
     #: Functions given per op instance (families build many ops from one pair).
     run_reference: Callable[["Machine", "Step"], None] | None = None

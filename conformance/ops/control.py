@@ -47,13 +47,13 @@ def _measure_spell(w, s) -> None:
 
 
 register(Op(
-    "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none",
+    "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none", phase="backward",
     fields={"retain_graph": Field("bool", default=False)},
     run_reference=lambda m, s: m.backward(m.tensor(s.args[0])),
     run_spell=lambda w, s: w.emit(w.a.backward(s.args[0], s.fields["retain_graph"])),
 ))
 register(Op(
-    "repeat", "Run the nested steps N times; var names the 0-based counter.", out="none", block=True,
+    "repeat", "Run the nested steps N times; var names the 0-based counter.", out="none", block=True, loop=True,
     fields={"times": Field("int", required=True), "var": Field("name"), "steps": _STEPS},
     run_reference=_repeat_reference, run_spell=_repeat_spell,
 ))

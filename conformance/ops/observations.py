@@ -36,6 +36,8 @@ class Observation:
     judged: bool = False
     memory: bool = False
     arrays: bool = False
+    #: compares with the memory an earlier ``address`` observation recorded (named by ``since``)
+    since: bool = False
     run_reference: Callable[[Any, Any], None] | None = None
 
     def reference(self, machine: Any, step: Any) -> None:
@@ -66,7 +68,7 @@ register_observation(Observation(
     lambda w, t: t[0], arrays=True))
 register_observation(Observation(
     "same_storage", "whether an object still occupies the memory an earlier address observation recorded",
-    "overlap", lambda w, t: t[0], memory=True, arrays=True))
+    "overlap", lambda w, t: t[0], memory=True, arrays=True, since=True))
 register_observation(Observation(
     "version", "the framework's version counter of a tensor", "int", lambda w, t: w.a.version_counter(t[0])))
 register_observation(Observation(
