@@ -224,11 +224,16 @@ def adapter_classes() -> dict[str, type[Adapter]]:
     found: dict[str, type[Adapter]] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load())
-    if not found:  # running from a source tree that was never installed
-        from conformance.adapters.paddle import PaddleAdapter
-        from conformance.adapters.torch import TorchAdapter
+    if not found:  # running from a source tree that was never installed: the bundled adapters
+        import pkgutil
 
-        found = {"torch": TorchAdapter, "paddle": PaddleAdapter}
+        from conformance import adapters
+
+        for info in pkgutil.iter_modules(adapters.__path__):
+            module = importlib.import_module(f"{adapters.__name__}.{info.name}")
+            for obj in vars(module).values():
+                if isinstance(obj, type) and issubclass(obj, Adapter) and obj.__module__ == module.__name__:
+                    found.setdefault(obj.name, obj)
     return found
 
 
