@@ -20,6 +20,7 @@ from conformance.case.load import Case, CaseError, load_case, load_cases
 from conformance.judge.classify import is_failing
 from conformance.engine import DEFAULT_TIMEOUT, Engine
 from conformance.records.results import append_record, read_records
+from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
 from conformance.report.summary import column_name, write_summary
 
@@ -283,25 +284,3 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, f"{self.case.id} [{self.framework}-{self.device}]"
-
-
-def describe(record: dict[str, Any]) -> str:
-    """A short explanation of a cell's outcome for terminal output."""
-    details = record["details"]
-    head = (f"{record['case']} on {record['framework']} {record['framework_version']} "
-            f"({record['device']}): {record['outcome']}")
-    lines = [head]
-    if "exception" in details:
-        exc = details["exception"]
-        lines.append(f"  {exc['type']} at step {exc['step']} ({exc['op']}, line {exc['line']}"
-                     + (f", iteration {exc['iteration']}" if exc.get("iteration") else "") + "): "
-                     f"{exc['message'].splitlines()[0] if exc['message'] else ''}")
-    for obs in details.get("observations", []):
-        if obs.get("ok") is False:
-            lines.append(f"  {obs['name']}: got {obs.get('value')}, reference {obs.get('reference')}"
-                         + (f" (max rel error {obs['max_rel_error']:.3g})" if obs.get("max_rel_error") else "")
-                         + (f" - {obs['reason']}" if obs.get("reason") else ""))
-    for key in ("reason", "message", "signal"):
-        if details.get(key):
-            lines.append(f"  {key}: {details[key]}")
-    return "\n".join(lines)
