@@ -14,12 +14,13 @@ from conformance.adapter import adapter_classes, installed_version, is_installed
 from conformance.case.load import Case
 from conformance.judge.classify import classify
 from conformance.workers.pool import WorkerCrashed, WorkerPool, WorkerTimeout
-from conformance.judge.reference import ReferenceFailure, run_reference
 from conformance.records.results import run_info
 
 __all__ = ["Engine", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 120.0
+#: The pool's name for the reference service (never a framework's name: it has no adapter).
+REFERENCE_SERVICE = "reference"
 
 
 class Engine:
@@ -28,15 +29,38 @@ class Engine:
         self.timeout = timeout
         self._references: dict[tuple[str, str], tuple[dict | None, str | None]] = {}
 
-    def reference(self, case: Case) -> tuple[dict | None, str | None]:
+    def _timeout(self, case: Case) -> float:
+        """A case's own timeout, capped by the run's."""
+        return min(case.timeout, self.timeout) if case.timeout else self.timeout
+
+    def reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
+        """The reference observations of *case*, or why the reference cannot give them.
+
+        Returns (observations, failure, harness_error): *failure* means the case is
+        ill-posed for the reference; *harness_error* that the reference went past
+        its limits or broke.  Computed once per case, in the reference service.
+        """
         key = (case.path, case.id)
         if key not in self._references:
-            try:
-                limit = case.timeout or self.timeout
-                self._references[key] = (run_reference(case, time_limit=limit).observations, None)
-            except ReferenceFailure as exc:
-                self._references[key] = (None, str(exc))
+            self._references[key] = self._ask_reference(case)
         return self._references[key]
+
+    def _ask_reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
+        limit = self._timeout(case)
+        try:
+            service = self.pool.get(REFERENCE_SERVICE, module="conformance.judge.service")
+            reply = service.request({"time_limit": limit, **case.to_message()}, limit + 5)
+        except WorkerTimeout:
+            self.pool.discard(REFERENCE_SERVICE)
+            return None, None, f"the reference did not finish within the cell's limit of {limit:g} s"
+        except WorkerCrashed as exc:
+            self.pool.discard(REFERENCE_SERVICE)
+            return None, None, f"the reference process died ({exc}); it runs under a memory limit"
+        if reply.get("status") == "ok":
+            return reply["observations"], None, None
+        if reply.get("status") == "failed":
+            return None, reply["message"], None
+        return None, None, reply.get("message", "the reference service gave no answer")
 
     def run_cell(self, case: Case, framework: str, device: str) -> dict[str, Any]:
         started = time.perf_counter()
@@ -55,7 +79,9 @@ class Engine:
                 version = worker_info["framework_version"]
         reference, reference_error = None, None
         if reply["status"] in ("completed", "raised"):  # only a result needs judging
-            reference, reference_error = self.reference(case)
+            reference, reference_error, harness_error = self.reference(case)
+            if harness_error is not None:
+                reply = {"status": "error", "message": harness_error}
         outcome, details = classify(case, reply, reference, reference_error)
         return {
             "case": case.id,
@@ -74,7 +100,7 @@ class Engine:
         }
 
     def _execute(self, case: Case, framework: str, device: str) -> tuple[dict[str, Any], dict | None]:
-        timeout = case.timeout or self.timeout
+        timeout = self._timeout(case)
         try:
             worker = self.pool.get(framework)
         except WorkerCrashed as exc:

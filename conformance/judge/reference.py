@@ -30,7 +30,7 @@ import numpy as np
 
 from conformance.case.load import Case, Step
 
-__all__ = ["Machine", "ReferenceFailure", "ReferenceResult", "Tensor", "Node", "run_reference",
+__all__ = ["Machine", "ReferenceFailure", "ReferenceLimit", "ReferenceResult", "Tensor", "Node", "run_reference",
            "observation_key", "unbroadcast"]
 
 _ids = itertools.count()
@@ -43,6 +43,10 @@ class ReferenceFailure(Exception):
     def __init__(self, step: Step | None, message: str) -> None:
         where = f"step {step.number} ({step.op}, line {step.line}): " if step else ""
         super().__init__(where + message)
+
+
+class ReferenceLimit(Exception):
+    """The reference went past a limit of the harness (time): the cell is an error, not a finding."""
 
 
 class Node:
@@ -219,13 +223,14 @@ class Machine:
 
         for step in steps:
             if time.monotonic() > self.deadline:
-                raise ReferenceFailure(step, "the reference ran out of time on this case")
+                raise ReferenceLimit(f"the reference did not finish within the cell's limit (at step "
+                                     f"{step.number}, line {step.line})")
             try:
                 if step.op == "observe":
                     OBSERVATIONS[step.kind].reference(self, step)
                 else:
                     OPS[step.op].reference(self, step)
-            except ReferenceFailure:
+            except (ReferenceFailure, ReferenceLimit, MemoryError):
                 raise
             except Exception as exc:  # a numerical or shape problem in the case itself
                 raise ReferenceFailure(step, f"{type(exc).__name__}: {exc}") from exc

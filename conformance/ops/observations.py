@@ -14,7 +14,11 @@ import numpy as np
 
 from conformance.ops._registry import register_observation
 
-__all__ = ["Observation"]
+__all__ = ["MAX_OBSERVED_ELEMENTS", "Observation"]
+
+#: The most elements one observation may have, in the worker and the reference alike: beyond it
+#: the cell is a harness ``error`` (a limit), so one case cannot swell the parent process.
+MAX_OBSERVED_ELEMENTS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,14 @@ class WorkerTimeout(Exception):
 class Worker:
     """One framework process speaking JSON lines."""
 
-    def __init__(self, framework: str) -> None:
+    def __init__(self, framework: str, module: str = "conformance.workers.worker") -> None:
+        """Start ``python -m MODULE FRAMEWORK`` (the reference service is such a module too)."""
         self.framework = framework
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("GLOG_minloglevel", "0")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformance.workers.worker", framework],
+            [sys.executable, "-m", module, framework],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
         )
         self._buffer = b""
@@ -127,12 +128,12 @@ class WorkerPool:
     def __init__(self) -> None:
         self.workers: dict[str, Worker] = {}
 
-    def get(self, framework: str) -> Worker:
+    def get(self, framework: str, module: str = "conformance.workers.worker") -> Worker:
         worker = self.workers.get(framework)
         if worker is None or not worker.alive():
             if worker is not None:
                 worker.close()
-            worker = self.workers[framework] = Worker(framework)
+            worker = self.workers[framework] = Worker(framework, module)
         return worker
 
     def discard(self, framework: str) -> None:

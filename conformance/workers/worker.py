@@ -26,14 +26,13 @@ from conformance.adapter import Adapter, load_adapter
 from conformance.case.load import case_from_message
 from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
+from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
 
 __all__ = ["main"]
 
 MAX_NATIVE_OUTPUT = 8000
-#: The most elements one observation may hand back; more is a harness limit, not a finding.
-MAX_OBSERVED_ELEMENTS = 1_000_000
 
 
 class HarnessFault(Exception):

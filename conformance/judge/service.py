@@ -1,0 +1,75 @@
+"""The reference in a process of its own, under the cell's time limit and a memory limit.
+
+A case can make the reference slow or large (a long ``repeat``, a broadcast to
+a huge shape); run in the pytest process it would stall or swell the run.  Here
+it runs like a framework worker: one JSON request per line on stdin, one reply
+per line on stdout; the parent kills it past its time limit, and an address
+space limit turns a runaway allocation into a ``MemoryError`` reply.
+
+Run as ``python -m conformance.judge.service reference``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from typing import Any
+
+import numpy as np
+
+from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
+
+__all__ = ["MEMORY_LIMIT_BYTES", "main"]
+
+#: Address space the reference may use: far above what any case needs, far below the machine.
+MEMORY_LIMIT_BYTES = int(os.environ.get("CONFORMANCE_REFERENCE_MEMORY", 4 << 30))
+
+
+def _jsonable(value: np.ndarray | None) -> Any:
+    return None if value is None else np.asarray(value, dtype=np.float64).tolist()
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    from conformance.case.load import case_from_message
+    from conformance.judge.reference import ReferenceFailure, ReferenceLimit, run_reference
+
+    try:
+        result = run_reference(case_from_message(request), time_limit=float(request.get("time_limit", 60)))
+    except ReferenceFailure as exc:
+        return {"status": "failed", "message": str(exc)}
+    except ReferenceLimit as exc:
+        return {"status": "limit", "message": str(exc)}
+    except MemoryError:
+        return {"status": "limit", "message": f"the reference needs more than its memory limit "
+                                             f"({MEMORY_LIMIT_BYTES >> 20} MiB) for this case"}
+    large = [k for k, v in result.observations.items() if v is not None and np.size(v) > MAX_OBSERVED_ELEMENTS]
+    if large:
+        return {"status": "limit", "message": f"the reference's observation {large[0]!r} has "
+                f"{np.size(result.observations[large[0]])} elements; the harness compares at most "
+                f"{MAX_OBSERVED_ELEMENTS} per observation"}
+    return {"status": "ok", "observations": {k: _jsonable(v) for k, v in result.observations.items()}}
+
+
+def main() -> int:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # stray prints never reach the protocol
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    except (ValueError, OSError):  # a platform without the limit: time still bounds it
+        pass
+    protocol.write(json.dumps({"service": "reference", "pid": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        try:
+            reply = answer(json.loads(line))
+        except MemoryError:
+            reply = {"status": "limit", "message": "the reference ran out of memory"}
+        except Exception as exc:  # noqa: BLE001 - a fault of the harness, reported as such
+            reply = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+        protocol.write(json.dumps(reply, allow_nan=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
