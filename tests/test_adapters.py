@@ -116,9 +116,14 @@ ALL_OPS = """
 """
 
 
+#: Ops that some framework lacks, so a program using them is unsupported there: each has a
+#: dedicated test below instead of a place in ALL_OPS.
+OPS_WITH_OWN_TEST: set[str] = set()
+
+
 def test_the_every_op_case_uses_every_op(write_case) -> None:
     case = load_case(write_case(ALL_OPS))
-    assert {step.op for step in case.walk()} - {"observe"} == set(OPS)
+    assert ({step.op for step in case.walk()} - {"observe"}) | OPS_WITH_OWN_TEST == set(OPS)
 
 
 @pytest.fixture(scope="module")
