@@ -68,6 +68,12 @@ class Op:
     loop: bool = False
     #: where an exception raised by this step happened: ``op`` or ``backward``
     phase: str = "op"
+    #: In a compiled mode (``docs/modes.md``): ``forward`` steps go into the compiled function;
+    #: ``setup`` steps (making tensors, modules, optimizers) and ``outside`` steps (backward,
+    #: optimizer steps, reading results) run around it.
+    stage: str = "forward"
+    #: a Python assignment to the first argument's name (``a += b``), not only a write into it
+    rebinds: bool = False
     check: Check | None = None
     #: Functions given per op instance (families build many ops from one pair).
     run_reference: Callable[["Machine", "Step"], None] | None = None

@@ -48,6 +48,7 @@ def _measure_spell(w, s) -> None:
 
 register(Op(
     "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none", phase="backward",
+    stage="outside",
     fields={"retain_graph": Field("bool", default=False)},
     run_reference=lambda m, s: m.backward(m.tensor(s.args[0])),
     run_spell=lambda w, s: w.emit(w.a.backward(s.args[0], s.fields["retain_graph"])),

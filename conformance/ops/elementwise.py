@@ -137,7 +137,7 @@ for _b in BINARY.values():
         ))
         register(Op(
             "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment (not a.{_b.method}(b)).",
-            args=("data", "operand"), out="none",
+            args=("data", "operand"), out="none", rebinds=True,
             run_reference=_inplace_binary("data", _b.fn),
             run_spell=(lambda sym: lambda w, s: w.emit(f"{s.args[0]} {sym}= {w.arg(s, 1)}"))(_b.symbol),
         ))

@@ -112,17 +112,19 @@ def _call_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callabl
 
 register(Op(
     "linear", "A Linear module with the given weight (out x in, y = x W^T + b) and bias.", binds="linear",
+    stage="setup",
     fields={"weight": _VALUE, "bias": Field("numbers")}, run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(*w.a.linear(w.out(s), s.fields["weight"], s.fields["bias"], w.device)),
 ))
 register(Op(
-    "rnn", "A one-layer Elman RNN (tanh), time-major, with the given parameters.", binds="rnn",
+    "rnn", "A one-layer Elman RNN (tanh), time-major, with the given parameters.", binds="rnn", stage="setup",
     fields={name: _VALUE for name in MODULE_KINDS["rnn"].parameters}, run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(*w.a.rnn(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["rnn"].parameters},
                                            w.device)),
 ))
 register(Op(
     "activation", "An activation module, with the in-place flag where asked.", binds="activation",
+    stage="setup",
     fields={"kind": Field("choice", required=True, choices=("relu", "sigmoid", "tanh")),
             "inplace": Field("bool")},
     run_reference=_module_reference,
@@ -168,15 +170,17 @@ def _zero_grad_reference(m, s) -> None:
 
 register(Op(
     "sgd", "An SGD optimizer over the modules' parameters.", args=("*module",), binds="optimizer",
+    stage="setup",
     fields={"lr": Field("number", required=True)}, run_reference=_sgd_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.sgd(list(s.args), w.literal(s.fields['lr']))}"),
 ))
 register(Op(
-    "step", "optimizer.step().", args=("optimizer",), out="none", run_reference=_step_reference,
+    "step", "optimizer.step().", args=("optimizer",), out="none", stage="outside",
+    run_reference=_step_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}.step()"),
 ))
 register(Op(
-    "zero_grad", "optimizer.zero_grad() / clear_grad().", args=("optimizer",), out="none",
+    "zero_grad", "optimizer.zero_grad() / clear_grad().", args=("optimizer",), out="none", stage="outside",
     run_reference=_zero_grad_reference,
     run_spell=lambda w, s: w.emit(w.a.zero_grad(s.args[0])),
 ))

@@ -41,7 +41,7 @@ def _array_reference(m, step) -> None:
 
 
 register(Op(
-    "tensor", "A tensor from a literal (torch.tensor, paddle.to_tensor).",
+    "tensor", "A tensor from a literal (torch.tensor, paddle.to_tensor).", stage="setup",
     fields={"value": _VALUE, "dtype": Field("dtype", default="float32", choices=DTYPES),
             "requires_grad": Field("bool", default=False)},
     run_reference=_tensor_reference,
@@ -49,7 +49,7 @@ register(Op(
         w.literal(s.fields["value"]), s.fields["dtype"], s.fields["requires_grad"])),
 ))
 register(Op(
-    "array", "A NumPy array from a literal.", binds="array",
+    "array", "A NumPy array from a literal.", binds="array", stage="setup",
     fields={"value": _VALUE, "dtype": Field("dtype", default="float64", choices=DTYPES)},
     run_reference=_array_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = np.array({w.literal(s.fields['value'])}, "
@@ -57,16 +57,18 @@ register(Op(
 ))
 register(Op(
     "from_numpy", "A tensor from a NumPy array by the framework's zero-copy constructor.", args=("array",),
+    stage="setup",
     run_reference=lambda m, s: m.bind(s, m.get(s.args[0]).alias()),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.from_numpy(s.args[0], w.device)}"),
 ))
 register(Op(
     "to_tensor", "A tensor from a NumPy array by the framework's copying constructor.", args=("array",),
+    stage="setup",
     run_reference=lambda m, s: m.bind(s, _fresh_copy(m.get(s.args[0]))),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.to_tensor(s.args[0], w.device)}"),
 ))
 register(Op(
-    "numpy", "tensor.numpy(): a NumPy array on the tensor's memory (on a CPU).", args=("tensor",),
+    "numpy", "tensor.numpy(): a NumPy array on the tensor's memory (on a CPU).", args=("tensor",), stage="outside",
     binds="array",
     run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias(kind="array")),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.numpy(s.args[0], w.device)}"),
@@ -105,7 +107,7 @@ def _requires_grad_reference(m, step) -> None:
 
 register(Op(
     "requires_grad_", "Make t require grad in place (torch requires_grad_(), paddle stop_gradient = False).",
-    args=("tensor",), out="none",
+    args=("tensor",), out="none", stage="setup",
     run_reference=_requires_grad_reference,
     run_spell=lambda w, s: w.emit(w.method(s.args[0], "requires_grad_")),
 ))
