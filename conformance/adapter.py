@@ -52,6 +52,9 @@ class Adapter:
     #: Regular expressions for the messages of the framework's autograd safety checks
     #: (version counter, in-place on a leaf or a view): a raise matching one is of kind ``autograd``.
     autograd_messages: ClassVar[tuple[str, ...]] = ()
+    #: The compiled modes users of the framework choose, by name, with what each one is
+    #: (``eager`` is every framework's and is not listed).
+    modes: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         self.fw = importlib.import_module(self.import_name)
@@ -73,6 +76,23 @@ class Adapter:
     def prelude(self, device: str) -> list[str]:
         """Source lines that import the framework and select *device*."""
         raise NotImplementedError
+
+    def mode_problem(self, mode: str, device: str) -> str | None:
+        """None when *mode* can compile here, else why not (a missing compiler, say)."""
+        if mode not in self.modes:
+            return f"{self.name} has no mode {mode!r} (its modes: eager, {', '.join(self.modes)})"
+        return None
+
+    def compile_function(self, function: str, mode: str) -> str:
+        """The expression that compiles the function named *function* in *mode*."""
+        raise Unsupported(f"{self.name} has no mode {mode!r}")
+
+    def before_case(self, mode: str) -> None:
+        """Reset per-process state a mode keeps between cases (compiler caches of earlier programs)."""
+
+    def compile_failure(self, exception: BaseException) -> bool:
+        """Whether *exception* came from compiling rather than from running the compiled code."""
+        return False
 
     # -- inspection helpers: a missing API is Unsupported, found by looking --------
 

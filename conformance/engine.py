@@ -62,7 +62,7 @@ class Engine:
             return None, reply["message"], None
         return None, None, reply.get("message", "the reference service gave no answer")
 
-    def run_cell(self, case: Case, framework: str, device: str) -> dict[str, Any]:
+    def run_cell(self, case: Case, framework: str, device: str, mode: str = "eager") -> dict[str, Any]:
         started = time.perf_counter()
         worker_info: dict[str, Any] | None = None
         version = "not installed"
@@ -74,7 +74,7 @@ class Engine:
                                                      f"(no module {cls.import_name!r})"}
         else:
             version = installed_version(cls) or "unknown"
-            reply, worker_info = self._execute(case, framework, device)
+            reply, worker_info = self._execute(case, framework, device, mode)
             if worker_info:
                 version = worker_info["framework_version"]
         reference, reference_error = None, None
@@ -91,6 +91,7 @@ class Engine:
             "framework": framework,
             "framework_version": version,
             "device": device,
+            "mode": mode,
             "outcome": outcome,
             "details": details,
             "timings": {"cell_seconds": round(time.perf_counter() - started, 4),
@@ -99,7 +100,7 @@ class Engine:
             "run_info": run_info(Path(case.path).parent, worker_info, device),
         }
 
-    def _execute(self, case: Case, framework: str, device: str) -> tuple[dict[str, Any], dict | None]:
+    def _execute(self, case: Case, framework: str, device: str, mode: str) -> tuple[dict[str, Any], dict | None]:
         timeout = self._timeout(case)
         try:
             worker = self.pool.get(framework)
@@ -114,7 +115,7 @@ class Engine:
         if problem:
             return {"status": "skipped", "reason": problem}, info
         try:
-            reply = worker.request({"cmd": "run", "device": device, **case.to_message()},
+            reply = worker.request({"cmd": "run", "device": device, "mode": mode, **case.to_message()},
                                    timeout)
         except WorkerCrashed as exc:
             self.pool.discard(framework)

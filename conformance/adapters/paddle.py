@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from conformance.adapter import Adapter, lit
+from conformance.adapter import Adapter, Unsupported, lit
 
 __all__ = ["PaddleAdapter"]
 
@@ -25,6 +25,8 @@ class PaddleAdapter(Adapter):
         r"Leaf Var .* that doesn't stop gradient can't use inplace strategy",
         r"inplace .* (leaf|view)",
     )
+    modes = {"to_static": "paddle.jit.to_static with its defaults",
+             "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
@@ -34,6 +36,23 @@ class PaddleAdapter(Adapter):
                 return "paddle.device.cuda.device_count() is 0"
             return None
         return super().device_problem(device)
+
+    def mode_problem(self, mode: str, device: str) -> str | None:
+        problem = super().mode_problem(mode, device)
+        if problem is None and mode == "to_static_full_graph":
+            try:
+                self.require_parameter("paddle.jit.to_static", "full_graph")
+            except Unsupported as exc:
+                return str(exc)
+        return problem
+
+    def compile_function(self, function: str, mode: str) -> str:
+        full = ", full_graph=True" if mode == "to_static_full_graph" else ""
+        return f"paddle.jit.to_static({function}{full})"
+
+    def compile_failure(self, exception: BaseException) -> bool:
+        text = f"{type(exception).__module__}.{type(exception).__name__}: {exception}"
+        return "paddle.jit" in text or "dy2static" in text.lower() or "In transformed code" in text
 
     def device_name(self, device: str) -> str | None:
         return self.fw.device.cuda.get_device_name(0) if device == "gpu" else None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,6 +28,7 @@ class TorchAdapter(Adapter):
         r"more than one element of the written-to tensor refers to a single memory location",
         r"backward through the graph a second time",
     )
+    modes = {"compile": "torch.compile with its default backend (inductor)"}
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
@@ -33,6 +37,29 @@ class TorchAdapter(Adapter):
                 return f"torch.cuda.is_available() is False ({build})"
             return None
         return super().device_problem(device)
+
+    def mode_problem(self, mode: str, device: str) -> str | None:
+        problem = super().mode_problem(mode, device)
+        if problem or mode != "compile":
+            return problem
+        if not hasattr(self.fw, "compile"):
+            return f"torch.compile does not exist in torch {self.version}"
+        if device == "cpu" and not any(shutil.which(cc) for cc in (os.environ.get("CXX", "g++"), "c++", "clang++")):
+            return "torch.compile's inductor backend needs a C++ compiler on a CPU, and none was found (CXX, g++, c++, clang++)"
+        if device == "gpu" and importlib.util.find_spec("triton") is None:
+            return "torch.compile's inductor backend needs triton on a GPU, and it is not installed"
+        return None
+
+    def compile_function(self, function: str, mode: str) -> str:
+        return f"torch.compile({function})"
+
+    def before_case(self, mode: str) -> None:
+        if mode != "eager":  # compiled code of earlier cases must not count against recompile limits
+            self.fw._dynamo.reset()
+
+    def compile_failure(self, exception: BaseException) -> bool:
+        module = type(exception).__module__
+        return module.startswith(("torch._dynamo", "torch._inductor"))
 
     def device_name(self, device: str) -> str | None:
         return self.fw.cuda.get_device_name(0) if device == "gpu" else None

@@ -121,7 +121,8 @@ def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     if step is None:  # raised before the first step (in the framework's prelude)
         return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
     phase = "observe" if step.op == "observe" else OPS[step.op].phase
-    found = dict(reply["exception"], step=step.number, op=step.op, line=step.line, phase=phase)
+    found = dict(reply["exception"], step=step.number, op=step.op, line=step.line)
+    found.setdefault("phase", phase)  # a compiled call says itself whether compiling or running failed
     if reply.get("iteration"):  # inside repeat blocks: the 0-based counters, outermost first
         found["iteration"] = reply["iteration"]
     return found
