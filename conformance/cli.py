@@ -1,15 +1,31 @@
-"""The ``conformance`` command: run, validate, list, show (and report, diff)."""
+"""The ``conformance`` command: run, validate, list, show (and report, diff).
+
+`conformance run` is pytest with the plugin asked for (`--conformance`): its exit status is
+pytest's, except for the statuses of its own below, so the command and a plain pytest run always
+agree on the verdict.
+
+Exit statuses of `conformance run`:
+  0    every cell ran and matched its baseline (or has none); findings are not failures
+  1    a cell changed against its baseline, or the harness failed on a cell (outcome error)
+  2    bad case files (the other cases still ran), or a usage error (one line)
+  3    pytest's internal error
+  5    no cell ran (the message says why)
+  130  interrupted by SIGINT or SIGTERM; the summary is marked interrupted
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
-from conformance.records.baseline import Baselines
-from conformance.case.load import load_cases
-from conformance.settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
+from conformance.case.load import find_case_files, load_cases
+from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, INTERRUPTED, OptionError,
+                                  check_frameworks, check_writable, results_file, seconds)
 
 __all__ = ["main"]
 
@@ -22,60 +38,90 @@ def _bad_input(paths: Sequence[str]) -> int:
     return len(errors)
 
 
+def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
+    """Refuse, in one line, what would only fail after the frameworks were imported."""
+    from conformance.adapter import adapter_classes
+
+    check_frameworks(args.framework or [], adapter_classes())
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise OptionError(f"no such path: {', '.join(missing)}")
+    check_writable(Path(results_file(args.results)))
+    check_writable(Path(args.summary))
+
+
+def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
+    argv = [*paths, "--conformance", "-p", "conformance.plugin", "-p", "no:cacheprovider",
+            "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
+    argv += ["--results", args.results] if args.results else []
+    argv += [f"--framework={f}" for f in args.framework or []]
+    argv += [f"--device={d}" for d in args.device or []]
+    argv += ["--case-timeout", repr(args.timeout)] if args.timeout is not None else []
+    argv += ["-n", args.workers] if args.workers else []
+    argv += ["--baselines", args.baselines] if args.baselines else []
+    for flag in ("update_baselines", "prune_baselines", "no_baselines", "resume"):
+        argv += [f"--{flag.replace('_', '-')}"] if getattr(args, flag) else []
+    return argv + (["-v"] if args.verbose else ["-q", "--tb=short", "-rN"])
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM takes the path of Ctrl-C (KeyboardInterrupt): pytest ends the run, writes a summary
+    marked interrupted and closes the workers.  SIGINT is re-armed in case it was inherited ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> NoReturn:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_status(status: int, bad: int) -> int:
+    """pytest's exit status, with ``conformance run``'s own statuses for interrupts and bad input."""
+    import pytest
+
+    if status == pytest.ExitCode.INTERRUPTED:
+        print("error: interrupted; the summary holds only the cells that finished", file=sys.stderr)
+        return INTERRUPTED
+    if status == pytest.ExitCode.USAGE_ERROR:
+        return BAD_INPUT
+    if bad and status != pytest.ExitCode.INTERNAL_ERROR:
+        print(f"{bad} case file(s) could not be read (see above)", file=sys.stderr)
+        return BAD_INPUT
+    return int(status)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import pytest
 
     paths = args.paths or ["cases"]
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        print(f"error: no such path: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    bad = _bad_input(paths)
-    results = Path(args.results)
-    argv = [*paths, "-p", "conformance.plugin", "-p", "no:cacheprovider", "--results", str(results),
-            "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
-    argv += [f"--framework={f}" for f in args.framework or []]
-    argv += [f"--device={d}" for d in args.device or []]
-    if args.timeout:
-        argv += ["--case-timeout", str(args.timeout)]
-    if args.workers:
-        argv += ["-n", args.workers]
-    if args.baselines:
-        argv += ["--baselines", args.baselines]
-    if args.update_baselines:
-        argv += ["--update-baselines"]
-    if args.no_baselines:
-        argv += ["--no-baselines"]
-    argv += ["-q", "--tb=short", "-rN"] if not args.verbose else ["-v"]
-    status = pytest.main(argv)
-    from conformance.records.results import read_records
-
-    records = list(read_records([results])) if results.exists() else []
-    errors = [r for r in records if r["outcome"] == "error"]
-    print(Path(args.summary).read_text() if Path(args.summary).exists() else "no summary written")
-    if bad:
-        print(f"{bad} case file(s) could not be read (see above)", file=sys.stderr)
-        return 2
-    if status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED):
-        return int(status)
-    if not records:
-        print("error: no cell ran", file=sys.stderr)
-        return 1
-    if errors:
-        print(f"{len(errors)} cell(s) hit a harness error", file=sys.stderr)
-        return 1
-    baseline_dir = Path(args.baselines or DEFAULT_BASELINES)
-    if not (args.no_baselines or args.update_baselines) and baseline_dir.is_dir():
-        store = Baselines(baseline_dir)
-        changes = [change for record in records if (change := store.check(record))]
-        if changes:
-            print(f"{len(changes)} cell(s) changed against the baselines in {baseline_dir}", file=sys.stderr)
-            return 1
-    return 0
+    try:
+        _check_run(args, paths)
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    summary = Path(args.summary)
+    summary.unlink(missing_ok=True)  # whatever is printed below, this run wrote
+    with _interruptible():
+        bad = _bad_input(paths)
+        status = pytest.main(_pytest_args(args, paths))
+    if summary.is_file():
+        print(summary.read_text(encoding="utf-8"))
+    return _run_status(status, bad)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     paths = args.paths or ["cases"]
+    if not find_case_files(p for p in paths if Path(p).exists()) and all(Path(p).exists() for p in paths):
+        print(f"error: no case file (*.yaml, *.yml) under {', '.join(paths)}", file=sys.stderr)
+        return 1
     cases, errors = load_cases(paths)
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
@@ -188,20 +234,29 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="conformance", description=__doc__)
+    parser = _Parser(prog="conformance", description=__doc__.split("\n\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run the matrix and write results and the summary")
-    run.add_argument("paths", nargs="*", help="case files or directories [default: cases]")
+    run = sub.add_parser("run", help="run the matrix and write results and the summary",
+                         description="Run the matrix through pytest and print the summary.",
+                         epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("paths", nargs="*", help="case files or directories, any name [default: cases]")
     run.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
     run.add_argument("--device", action="append", choices=DEVICES, help="device (repeatable)")
-    run.add_argument("--results", default=DEFAULT_RESULTS, help=f"results file [{DEFAULT_RESULTS}]")
+    run.add_argument("--results", help=f"results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
     run.add_argument("--summary", default=DEFAULT_SUMMARY, help=f"summary table [{DEFAULT_SUMMARY}]")
-    run.add_argument("--timeout", type=float, help="seconds per cell before the worker is killed")
+    run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+                     help="the longest a cell may run before its worker is killed; caps a case's own timeout")
     run.add_argument("-n", "--workers", help="pytest-xdist processes (a number or 'auto')")
-    run.add_argument("--baselines", help="baseline directory to check outcomes against")
-    run.add_argument("--update-baselines", action="store_true", help="rewrite the baselines from this run")
+    run.add_argument("--baselines", help="baseline directory to check outcomes against "
+                                         "[env CONFORMANCE_BASELINES; default reports/baselines when it exists]")
+    run.add_argument("--update-baselines", action="store_true",
+                     help="record this run's outcomes in the baselines (entries of cases not run are kept)")
+    run.add_argument("--prune-baselines", action="store_true",
+                     help="remove baseline entries of cases that no longer exist (says what it removes)")
     run.add_argument("--no-baselines", action="store_true", help="ignore baselines")
+    run.add_argument("--resume", action="store_true",
+                     help="keep the results file and run only the cells missing from it")
     run.add_argument("-v", "--verbose", action="store_true", help="one line per cell")
     run.set_defaults(func=cmd_run)
 
@@ -238,9 +293,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line that names the offending value (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _timeout(raw: str) -> float:
+    try:
+        return seconds("--timeout", raw)
+    except OptionError:
+        raise argparse.ArgumentTypeError(f"not a positive, finite number of seconds: {raw!r}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # outside pytest (which handles its own): still the interrupted status
+        print("error: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,37 +1,60 @@
 """pytest hooks: collect YAML cases as items, one per framework and device.
 
-Registered through the ``pytest11`` entry point.  Collection (parse, check,
-expand) is in :class:`CaseFile`; execution and reporting in :class:`CaseItem`.
-A malformed case file becomes one failing item that names the file and line,
+Registered through the ``pytest11`` entry point, so it is loaded wherever the package is
+installed; it therefore does nothing unless the run asks for the matrix (``--conformance``, the
+ini setting ``conformance = true``, or the ``conformance`` command, which passes the option).
+
+Collection (parse, check, expand) is in :class:`CaseFile`; execution and reporting in
+:class:`CaseItem`.  A malformed case file becomes one failing item that names the file and line,
 so every other case still runs.
+
+The verdict is pytest's: an item reports its outcome as its own category (the closing line reads
+``1 raises, 2 silent-correct, 1 silent-wrong in 3.1s``), fails only when its outcome differs from
+its baseline, and errors when the harness failed.  Findings are never failures.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import pytest
 
 from conformance.adapter import adapter_classes, installed_version, is_installed
-from conformance.records.baseline import Baselines
-from conformance.case.load import Case, CaseError, load_case, load_cases
-from conformance.judge.classify import is_failing
+from conformance.case.load import Case, CaseError, find_case_files, load_case, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine
-from conformance.records.results import append_record, read_records
+from conformance.records.baseline import Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
-from conformance.settings import DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES
-from conformance.report.summary import column_name, write_summary
+from conformance.records.results import append_record, read_records
+from conformance.report.summary import column_name, render_summary
+from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, OptionError,
+                                  baseline_dir, check_frameworks, check_writable, results_file, seconds)
 
-
+_ACTIVE = pytest.StashKey[bool]()
 _ENGINE = pytest.StashKey[Engine]()
 _SEEN_IDS = pytest.StashKey[dict]()
-_RUNS_CASES = pytest.StashKey[bool]()
+_KEPT = pytest.StashKey[dict]()
+_RUN = pytest.StashKey["RunState"]()
+
+Cell = tuple[str, str, str]  # case id, framework, device: what --resume and the summary key on
+
+#: The letter each outcome prints in pytest's progress line (``-q``).
+LETTERS = {"silent-correct": ".", "silent-wrong": "W", "crash": "C", "timeout": "T", "warns": "w",
+           "raises": "r", "aliases": "a", "copies": "c", "unsupported": "u"}
+#: Outcomes whose explanation is printed after the run: the cells a user must read.
+_DANGEROUS = ("silent-wrong", "crash", "timeout")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "in-place and aliasing conformance matrix")
+    group.addoption("--conformance", action="store_true", default=False,
+                    help="collect YAML case files as conformance cells and write results "
+                         "[ini: conformance = true; the conformance command always asks]")
+    parser.addini("conformance", type="bool", default=False,
+                  help="collect YAML case files as conformance cells (as --conformance)")
     group.addoption("--framework", action="append", default=None, metavar="NAME",
                     help="framework to run (repeatable); default: every installed one "
                          "[env CONFORMANCE_FRAMEWORKS, comma-separated]")
@@ -42,15 +65,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"JSON-lines results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
     group.addoption("--summary", default=None, metavar="FILE",
                     help=f"markdown summary table written at the end [default {DEFAULT_SUMMARY}]")
-    group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
-                    help=f"seconds a cell may run before its worker is killed [default {DEFAULT_TIMEOUT:g}]")
+    group.addoption("--case-timeout", default=None, metavar="SECONDS",
+                    help=f"the longest a cell may run before its worker is killed; caps a case's own "
+                         f"timeout [default {DEFAULT_TIMEOUT:g}]")
     group.addoption("--baselines", default=None, metavar="DIR",
                     help="directory of baselines: a cell whose outcome differs from its baseline fails "
                          f"[env CONFORMANCE_BASELINES; default {DEFAULT_BASELINES} when it exists]")
     group.addoption("--no-baselines", action="store_true", default=False,
                     help="judge every cell on its own, ignoring baselines")
     group.addoption("--update-baselines", action="store_true", default=False,
-                    help="rewrite the baselines from this run's results instead of checking them")
+                    help="record this run's outcomes in the baselines (entries of cases not run are kept)")
+    group.addoption("--prune-baselines", action="store_true", default=False,
+                    help="remove baseline entries of cases that no longer exist under the run's case folders")
+    group.addoption("--resume", action="store_true", default=False,
+                    help="keep the results file and run only the cells missing from it")
+
+
+def is_active(config: pytest.Config) -> bool:
+    """Whether this run asked for the matrix; otherwise the plugin collects and writes nothing."""
+    return bool(config.getoption("conformance") or config.getini("conformance"))
 
 
 def _listed(config: pytest.Config, option: str, env: str) -> list[str] | None:
@@ -62,10 +95,10 @@ def _listed(config: pytest.Config, option: str, env: str) -> list[str] | None:
 
 
 def frameworks(config: pytest.Config) -> list[str]:
+    classes = adapter_classes()
     chosen = _listed(config, "framework", "CONFORMANCE_FRAMEWORKS")
     if chosen:
-        return chosen
-    classes = adapter_classes()
+        return check_frameworks(chosen, classes)
     return [name for name, cls in classes.items() if is_installed(cls)] or list(classes)
 
 
@@ -73,13 +106,17 @@ def devices(config: pytest.Config) -> list[str]:
     chosen = _listed(config, "device", "CONFORMANCE_DEVICES")
     for device in chosen or ():
         if device not in DEVICES:
-            raise pytest.UsageError(f"unknown device {device!r}; choose from {list(DEVICES)}")
+            raise OptionError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
     return chosen or list(DEVICES)
 
 
+def case_timeout(config: pytest.Config) -> float:
+    raw = config.getoption("case_timeout")
+    return DEFAULT_TIMEOUT if raw is None else seconds("--case-timeout", raw)
+
+
 def results_path(config: pytest.Config) -> Path:
-    raw = config.getoption("results") or os.environ.get("CONFORMANCE_RESULTS") or DEFAULT_RESULTS
-    return Path(config.invocation_params.dir, raw)
+    return Path(config.invocation_params.dir, results_file(config.getoption("results")))
 
 
 def summary_path(config: pytest.Config) -> Path:
@@ -88,8 +125,7 @@ def summary_path(config: pytest.Config) -> Path:
 
 def _baseline_dir(config: pytest.Config) -> tuple[Path, bool]:
     """The baseline directory, and whether it was asked for (else it is the default)."""
-    raw = config.getoption("baselines") or os.environ.get("CONFORMANCE_BASELINES")
-    return Path(config.invocation_params.dir, raw or DEFAULT_BASELINES), bool(raw)
+    return baseline_dir(config.getoption("baselines"), config.invocation_params.dir)
 
 
 def baselines(config: pytest.Config) -> Baselines | None:
@@ -104,21 +140,71 @@ def _is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
 
-def _targets_cases(config: pytest.Config) -> bool:
-    for arg in config.args:
-        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
-        if "cases" in path.parts or (path / "cases").is_dir():
-            return True
-    return False
+def _as_dict(record: Any) -> dict[str, Any]:
+    """A record in its JSON form, whether the engine hands back a dict or a typed record."""
+    return dict(record) if isinstance(record, Mapping) else record.to_dict()
 
+
+def _cell(record: Mapping[str, Any]) -> Cell:
+    return record["case"], record["framework"], record["device"]
+
+
+# -- the start of a run: options, outputs, what a resumed run keeps ---------------------------------
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SEEN_IDS] = {}
-    config.stash[_RUNS_CASES] = _targets_cases(config)
-    if _is_controller(config) and config.stash[_RUNS_CASES]:
-        path = results_path(config)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")  # a new run; records are appended as cells finish
+    config.stash[_ACTIVE] = is_active(config)
+    if not config.stash[_ACTIVE]:
+        return
+    try:
+        frameworks(config)
+        devices(config)
+        case_timeout(config)
+        if _is_controller(config):
+            _start_outputs(config)
+        config.stash[_KEPT] = _finished_cells(results_path(config)) if config.getoption("resume") else {}
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if _is_controller(config):
+        config.stash[_RUN] = RunState()
+        config.pluginmanager.register(config.stash[_RUN], "conformance-run")
+
+
+def _start_outputs(config: pytest.Config) -> None:
+    """Check both outputs can be written, then start this run's: results truncated (kept and
+    trimmed to whole records with --resume), and no summary left from an earlier run."""
+    results, summary = results_path(config), summary_path(config)
+    check_writable(results, keep=True)
+    check_writable(summary)
+    if config.getoption("resume"):
+        _drop_torn_tail(results)
+    else:
+        results.write_text("")  # records are appended as cells finish
+    summary.unlink(missing_ok=True)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a record that an interrupted write left without its newline, so appends start clean."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
+    """The cells a results file already holds (the latest record of each), for --resume."""
+    kept: dict[Cell, dict[str, Any]] = {}
+    if not path.exists():
+        return kept
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(keepends=True), 1):
+        if not line.strip() or not line.endswith("\n"):
+            continue  # a torn last line: the controller cuts it, the cell runs again
+        try:
+            record = json.loads(line)
+            kept[_cell(record)] = record
+        except (ValueError, KeyError, TypeError):
+            raise OptionError(f"cannot resume from {path}: line {number} is not a result record") from None
+    return kept
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -128,6 +214,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not config.stash.get(_ACTIVE, False):
+        return []
     classes = adapter_classes()
     parts = []
     for name in frameworks(config):
@@ -135,54 +223,107 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         version = installed_version(cls) if cls and is_installed(cls) else None
         parts.append(f"{name} {version}" if version else f"{name} (not installed)")
     return [f"conformance: frameworks: {', '.join(parts)}; devices: {', '.join(devices(config))}",
-            f"conformance: results: {results_path(config)}"]
+            f"conformance: results: {results_path(config)}" + (" (resumed)" if config.getoption("resume") else "")]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix in (".yaml", ".yml") and "cases" in file_path.parts:
+    if file_path.suffix in (".yaml", ".yml") and parent.config.stash.get(_ACTIVE, False):
         return CaseFile.from_parent(parent, path=file_path)
     return None
 
 
+# -- the verdict: each cell counted as what it is ----------------------------------------------------
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A cell that passed is counted under its outcome (``3 raises``), not as ``passed``."""
+    if report.when != "call" or not report.passed:
+        return None
+    outcome = dict(report.user_properties).get("outcome")
+    if not isinstance(outcome, str):
+        return None
+    colour = "red" if outcome in _DANGEROUS else "yellow" if outcome in ("warns", "raises") else "green"
+    return outcome, LETTERS.get(outcome, "."), (outcome.upper(), {colour: True})
+
+
+@dataclass
+class RunState:
+    """What the controller saw of this run, from the item reports (which xdist forwards)."""
+
+    cells: dict[Cell, str] = field(default_factory=dict)
+    findings: list[str] = field(default_factory=list)
+    notes: list[tuple[str, dict[str, bool]]] = field(default_factory=list)
+    interrupted: bool = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        properties = dict(report.user_properties)
+        if "outcome" in properties:
+            self.cells[(properties["case"], properties["framework"], properties["device"])] = properties["outcome"]
+        if report.when == "call" and properties.get("finding"):
+            self.findings.append(properties["finding"])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if not _is_controller(config) or not config.stash.get(_RUNS_CASES, False):
+    state = config.stash.get(_RUN, None)
+    if state is None:  # not asked for the matrix, or an xdist worker
         return
-    path = results_path(config)
-    if not path.exists() or not path.stat().st_size:
-        return
-    records = list(read_records([path]))
-    write_summary(records, summary_path(config))
-    if config.getoption("update_baselines"):
-        Baselines(_baseline_dir(config)[0]).update(records)
+    state.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    if not state.cells and not state.interrupted:
+        state.notes.append((f"error: no cell ran: {_why_no_cell_ran(config)}", {"red": True}))
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+    records = _this_runs_records(config, state)
+    try:
+        if records or state.interrupted:
+            _write_summary(records, summary_path(config), state)
+        if config.getoption("update_baselines") and records:
+            Baselines(_baseline_dir(config)[0]).update(records)
+        if config.getoption("prune_baselines"):
+            known = {case.id for case in load_cases(_case_roots(config))[0]}
+            state.notes += [(f"pruned baseline entry: {path}: {case}", {"yellow": True})
+                            for path, case in Baselines(_baseline_dir(config)[0]).prune(known)]
+    except OSError as exc:
+        state.notes.append((f"error: cannot write {exc.filename}: {exc.strerror or exc}", {"red": True}))
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def _this_runs_records(config: pytest.Config, state: RunState) -> list[dict[str, Any]]:
+    """The latest record of each cell this run reported: never a cell from an earlier run."""
     path = results_path(config)
-    if not (_is_controller(config) and config.stash.get(_RUNS_CASES, False)
-            and path.exists() and path.stat().st_size):
-        return
-    counts: dict[str, dict[str, int]] = {}
-    for record in read_records([path]):
-        column = column_name(record)
-        counts.setdefault(column, {}).setdefault(record["outcome"], 0)
-        counts[column][record["outcome"]] += 1
-    terminalreporter.section("conformance outcomes")
-    for column, by_outcome in sorted(counts.items()):
-        line = ", ".join(f"{n} {outcome}" for outcome, n in sorted(by_outcome.items()))
-        terminalreporter.write_line(f"{column}: {line}")
-    terminalreporter.write_line(f"results: {path}")
-    terminalreporter.write_line(f"summary: {summary_path(config)}")
-    store = baselines(config)
-    if store is not None:
-        known = {case.id for case in load_cases(_case_roots(config))[0]}
-        stale = [entry for entry in store.stale(read_records([path])) if entry.rsplit(": ", 1)[1] not in known]
-        for entry in stale:
-            terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
+    if not state.cells or not path.exists():
+        return []
+    try:
+        records = list(read_records([path]))
+    except Exception as exc:  # noqa: BLE001 - an unreadable results file is reported, never a traceback
+        state.notes.append((f"error: cannot read {path}: {exc}", {"red": True}))
+        return []
+    return list({_cell(r): r for r in records if _cell(r) in state.cells}.values())
+
+
+def _write_summary(records: list[dict[str, Any]], path: Path, state: RunState) -> None:
+    text = render_summary(records)
+    if state.interrupted:
+        title, _, rest = text.partition("\n")
+        text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "
+                f"{len(records)} cell(s) finished and are shown below.\n{rest}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _why_no_cell_ran(config: pytest.Config) -> str:
+    args = [arg.split("::")[0] for arg in config.args]
+    paths = [Path(config.invocation_params.dir, arg) for arg in args]
+    if not find_case_files(p for p in paths if p.exists()):
+        return f"no case file (*.yaml, *.yml) under {', '.join(args)}"
+    if not load_cases(paths)[0]:
+        return "every case file is invalid (see above)"
+    return "every cell was deselected (-k, -m or --deselect)"
 
 
 def _case_roots(config: pytest.Config) -> list[Path]:
-    """The case directories the run's arguments lie in, to tell stale baseline entries."""
+    """The case folders the run's arguments lie in: the nearest enclosing ``cases`` folder, or the
+    folder given (a file's folder), to tell stale baseline entries and what --prune-baselines keeps."""
     roots = []
     for arg in config.args:
         path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
@@ -191,8 +332,52 @@ def _case_roots(config: pytest.Config) -> list[Path]:
         elif "cases" in path.parts:
             parts = path.parts
             roots.append(Path(*parts[:len(parts) - parts[::-1].index("cases")]))
+        else:
+            roots.append(path if path.is_dir() else path.parent)
     return roots
 
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_RUN, None)
+    if state is None:
+        return
+    records = _this_runs_records(config, state)
+    if records:
+        _write_outcomes(terminalreporter, records)
+    if state.findings:
+        terminalreporter.section("conformance findings")
+        for finding in state.findings:
+            terminalreporter.write_line(finding)
+    if records:
+        terminalreporter.write_line(f"results: {results_path(config)}")
+        summary = summary_path(config)
+        terminalreporter.write_line(f"summary: {summary}" + (" (interrupted)" if state.interrupted else ""))
+        _write_stale(terminalreporter, config, records)
+    for line, markup in state.notes:
+        terminalreporter.write_line(line, **markup)
+
+
+def _write_outcomes(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        by_outcome = counts.setdefault(column_name(record), {})
+        by_outcome[record["outcome"]] = by_outcome.get(record["outcome"], 0) + 1
+    terminalreporter.section("conformance outcomes")
+    for column, by_outcome in sorted(counts.items()):
+        terminalreporter.write_line(f"{column}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))
+
+
+def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[dict[str, Any]]) -> None:
+    store = baselines(config)
+    if store is None or config.getoption("prune_baselines"):
+        return
+    known = {case.id for case in load_cases(_case_roots(config))[0]}
+    for entry in store.stale(records):
+        if entry.rsplit(": ", 1)[1] not in known:
+            terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
+
+
+# -- collection and items ----------------------------------------------------------------------------
 
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
@@ -231,7 +416,7 @@ class InvalidCase(pytest.Item):
 
 
 class CellFailure(Exception):
-    """An outcome the suite exists to expose (wrong result, crash, hang), or a baseline change."""
+    """A cell whose outcome changed against its baseline."""
 
 
 class HarnessError(Exception):
@@ -248,31 +433,36 @@ class CaseItem(pytest.Item):
 
     def _engine(self) -> Engine:
         if _ENGINE not in self.config.stash:
-            timeout = self.config.getoption("case_timeout") or DEFAULT_TIMEOUT
-            self.config.stash[_ENGINE] = Engine(timeout=timeout)
+            self.config.stash[_ENGINE] = Engine(timeout=case_timeout(self.config))
         return self.config.stash[_ENGINE]
 
+    def _kept(self) -> dict[str, Any] | None:
+        """This cell's record from the results file, when --resume keeps it."""
+        return self.config.stash.get(_KEPT, {}).get((self.case.id, self.framework, self.device))
+
     def setup(self) -> None:
-        record = self._engine().run_cell(self.case, self.framework, self.device)
-        append_record(results_path(self.config), record)
+        record = self._kept()
+        if record is None:
+            record = _as_dict(self._engine().run_cell(self.case, self.framework, self.device))
+            append_record(results_path(self.config), record)
         self.record = record
-        self.user_properties.append(("outcome", record["outcome"]))
-        if record["outcome"] == "error":
+        outcome = record["outcome"]
+        self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),
+                                 ("device", self.device)]
+        if outcome in _DANGEROUS or (outcome == "warns" and record["details"].get("correct") is False):
+            self.user_properties.append(("finding", describe(record)))
+        if outcome == "error":
             raise HarnessError(f"harness error: {record['details'].get('message')}")
-        if record["outcome"] == "skipped":
+        if outcome == "skipped":
             pytest.skip(record["details"].get("reason", "skipped"))
 
     def runtest(self) -> None:
+        """Fails only on a change against the baseline: a finding is what the suite is for."""
         assert self.record is not None
-        outcome, details = self.record["outcome"], self.record["details"]
         store = baselines(self.config)
-        if store is not None:
-            change = store.check(self.record)
-            if change:
-                raise CellFailure(change)
-            return
-        if is_failing(outcome, details):
-            raise CellFailure(describe(self.record))
+        change = store.check(self.record) if store is not None else None
+        if change:
+            raise CellFailure(change)
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CellFailure, HarnessError)):
@@ -284,3 +474,4 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, f"{self.case.id} [{self.framework}-{self.device}]"
+

@@ -1,6 +1,81 @@
-"""Defaults shared by the pytest plugin and the command line (importing neither)."""
+"""Defaults and checks shared by the pytest plugin and the command line (importing neither).
+
+Both front ends read the same options through these functions, so a value means the same thing
+(and is refused with the same one-line message) whichever way a run is started.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["DEVICES", "DEFAULT_RESULTS", "DEFAULT_SUMMARY", "DEFAULT_BASELINES", "INTERRUPTED", "BAD_INPUT",
+           "OptionError", "seconds", "check_frameworks", "check_writable", "results_file", "baseline_dir"]
 
 DEVICES = ("cpu", "gpu")
 DEFAULT_RESULTS = "reports/results/latest.jsonl"
 DEFAULT_SUMMARY = "reports/summary.md"
 DEFAULT_BASELINES = "reports/baselines"
+
+#: ``conformance run`` exit statuses of its own; the others are pytest's (0 ok, 1 a baseline change or a
+#: harness error, 3 internal error, 5 no cell ran).
+BAD_INPUT = 2  # bad case files (the other cases still ran) or a usage error
+INTERRUPTED = 130  # stopped by SIGINT or SIGTERM; the summary says so
+
+
+class OptionError(ValueError):
+    """An option value that cannot work; the message is one line naming the value."""
+
+
+def seconds(option: str, raw: str | float) -> float:
+    """A timeout: a positive, finite number of seconds (``-1``, ``0``, ``nan``, ``inf`` are refused)."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise OptionError(f"{option}: not a positive, finite number of seconds: {str(raw)!r}")
+    return value
+
+
+def check_frameworks(chosen: Iterable[str], known: Iterable[str]) -> list[str]:
+    """The chosen frameworks, each one with an adapter; else an error listing the adapters there are."""
+    known = sorted(known)
+    chosen = list(dict.fromkeys(chosen))
+    for name in chosen:
+        if name not in known:
+            raise OptionError(f"unknown framework {name!r}; installed adapters: {', '.join(known) or 'none'}")
+    return chosen
+
+
+def check_writable(path: Path, *, keep: bool = False) -> None:
+    """Fail now, with the reason, if *path* cannot be written, rather than after the cells ran.
+
+    Creates missing parent folders.  The file itself is created and, unless *keep*, removed again when
+    it did not exist before (a check must not leave an output that looks like a result).
+    """
+    existed = path.exists()
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+        if not existed and not keep:
+            path.unlink()
+    except OSError as exc:
+        raise OptionError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def results_file(option: str | None) -> str:
+    """The results file: ``--results``, else ``CONFORMANCE_RESULTS``, else the default."""
+    return option or os.environ.get("CONFORMANCE_RESULTS") or DEFAULT_RESULTS
+
+
+def baseline_dir(option: str | None, root: Path) -> tuple[Path, bool]:
+    """The baseline folder (``--baselines``, else ``CONFORMANCE_BASELINES``, else the default) and
+    whether it was asked for; the default is used only when it exists."""
+    raw = option or os.environ.get("CONFORMANCE_BASELINES")
+    return root / (raw or DEFAULT_BASELINES), bool(raw)

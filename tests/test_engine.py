@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -104,3 +105,49 @@ def test_import_warnings_are_not_attributed_to_a_case(engine) -> None:
     for message in import_warnings:
         assert message.split(": ", 1)[-1] not in case_warnings
     assert record["outcome"] == "silent-correct"
+
+
+@needs_framework
+def test_the_engine_timeout_caps_a_cases_own_timeout(engine, write_case) -> None:
+    hang = load_case(write_case(NEVER_RETURNS.replace("    steps:\n", "    timeout: 60\n    steps:\n", 1)))
+    assert hang.timeout == 60
+    engine.timeout = 2
+    started = time.monotonic()
+    record = engine.run_cell(hang, FRAMEWORK, "cpu")
+    assert record["outcome"] == "timeout"
+    assert "2 s" in record["details"]["message"]
+    assert time.monotonic() - started < 30
+
+
+@needs_framework
+def test_a_worker_leads_a_process_group_of_its_own(engine) -> None:
+    worker = engine.pool.get(FRAMEWORK)
+    assert os.getpgid(worker.pid) == worker.pid != os.getpgid(0)
+
+
+def _start_never_returning_cell(worker, write_case) -> None:
+    case = load_case(write_case(NEVER_RETURNS))
+    assert worker.process.stdin is not None
+    worker.process.stdin.write((json.dumps({"cmd": "run", "device": "cpu", **case.to_message()}) + "\n").encode())
+    worker.process.stdin.flush()
+    time.sleep(1.5)  # the case is now inside its loop
+
+
+@needs_framework
+def test_a_worker_exits_when_its_stdin_closes_even_mid_cell(engine, write_case) -> None:
+    worker = engine.pool.get(FRAMEWORK)
+    _start_never_returning_cell(worker, write_case)
+    assert worker.alive()
+    worker.process.stdin.close()
+    worker.process.wait(timeout=10)
+
+
+@needs_framework
+def test_closing_the_pool_mid_cell_ends_the_worker_at_once(engine, write_case) -> None:
+    worker = engine.pool.get(FRAMEWORK)
+    _start_never_returning_cell(worker, write_case)
+    worker.busy = True  # as Worker.request leaves it while it waits for the reply
+    started = time.monotonic()
+    engine.pool.close()
+    assert not worker.alive()
+    assert time.monotonic() - started < 5

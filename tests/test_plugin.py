@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ import pytest
 from conformance.records.results import read_records
 
 from .conftest import INSTALLED, SEED
+from .runs import FRAMEWORK, QUICK, WRONG, closing_line, run_cli, run_pytest, write_case
 
 pytestmark = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
-FRAMEWORK = INSTALLED[0] if INSTALLED else "torch"
 
 
 @pytest.fixture
@@ -25,13 +24,18 @@ def project(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
+def counts(line: str) -> dict[str, int]:
+    """``1 raises, 2 silent-correct in 1.5s`` -> {"raises": 1, "silent-correct": 2}."""
+    return {word: int(n) for n, word in re.findall(r"(\d+) ([a-z][a-z-]*)", line.split(" in ")[0])}
+
+
 def outcomes(path: Path) -> dict[tuple[str, str, str], str]:
     return {(r["case"], r["framework"], r["device"]): r["outcome"] for r in read_records([path])}
 
 
 def test_items_are_named_by_file_case_framework_and_device(pytester, project) -> None:
-    result = pytester.runpytest_subprocess("cases/seed/leaf_sin_inplace.yaml", "--collect-only", "-q",
-                                           "--framework", "torch", "--framework", "paddle")
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--collect-only",
+                                           "-q", "--framework", "torch", "--framework", "paddle")
     result.stdout.fnmatch_lines([
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-cpu[]]",
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-gpu[]]",
@@ -43,13 +47,14 @@ def test_items_are_named_by_file_case_framework_and_device(pytester, project) ->
 def test_environment_variables_choose_framework_and_device(pytester, project, monkeypatch) -> None:
     monkeypatch.setenv("CONFORMANCE_FRAMEWORKS", FRAMEWORK)
     monkeypatch.setenv("CONFORMANCE_DEVICES", "cpu")
-    result = pytester.runpytest_subprocess("cases/seed/leaf_sin_inplace.yaml", "--collect-only", "-q")
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--collect-only",
+                                           "-q")
     result.stdout.fnmatch_lines([f"*leaf_sin_inplace[[]{FRAMEWORK}-cpu[]]", "1 test collected*"])
 
 
 def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, project) -> None:
     results = project / "out.jsonl"
-    result = pytester.runpytest_subprocess("cases/seed/clone_then_requires_grad.yaml",
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml",
                                            "cases/seed/leaf_sin_inplace.yaml", "--framework", FRAMEWORK,
                                            "--device", "cpu", "--device", "gpu", "--results", str(results))
     result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu"])
@@ -61,35 +66,62 @@ def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, pr
 
 def test_a_bad_case_file_fails_alone_with_file_and_line(pytester, project) -> None:
     (project / "cases" / "seed" / "broken.yaml").write_text("id: broken\ntitle: t\nsteps:\n  - {op: sinn}\n")
-    result = pytester.runpytest_subprocess("cases/seed/broken.yaml", "cases/seed/clone_grad_flow.yaml",
-                                           "--framework", FRAMEWORK, "--device", "cpu")
+    results = project / "out.jsonl"
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/broken.yaml",
+                                           "cases/seed/clone_grad_flow.yaml", "--framework", FRAMEWORK,
+                                           "--device", "cpu", "--results", str(results))
     result.stdout.fnmatch_lines(["*broken.yaml:4: unknown op 'sinn'*"])
-    result.assert_outcomes(passed=1, failed=1)
+    [record] = read_records([results])
+    assert counts(closing_line(result.stdout.str())) == {"failed": 1, record["outcome"]: 1}
     assert "Traceback" not in result.stdout.str()
 
 
-def test_a_silent_wrong_cell_fails_its_item_with_the_error(pytester, project) -> None:
-    (project / "cases" / "seed" / "wrong.yaml").write_text(
-        "id: wrong\ntitle: t\nexpected: {value(y): [2.0003]}\nsteps:\n"
-        "  - {op: tensor, out: x, value: [1.0]}\n  - {op: add, args: [x, x], out: y}\n"
-        "  - {observe: value, of: y}\n")
-    result = pytester.runpytest_subprocess("cases/seed/wrong.yaml", "--framework", FRAMEWORK, "--device", "cpu")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*wrong on * (cpu): silent-wrong*", "*value(y): got [[]2.0[]], reference*"])
+def test_a_silent_wrong_cell_is_a_finding_counted_and_explained_not_a_failure(pytester, project) -> None:
+    write_case(project / "cases" / "seed", WRONG, "wrong")
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/wrong.yaml", "--framework", FRAMEWORK,
+                                           "--device", "cpu")
+    assert result.ret == 0
+    assert counts(closing_line(result.stdout.str())) == {"silent-wrong": 1}
+    result.stdout.fnmatch_lines(["*conformance findings*", "*wrong on * (cpu): silent-wrong*",
+                                 "*value(y): got [[]2.0[]], reference*"])
+
+
+def test_the_closing_line_counts_each_outcome(pytester, project) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
+                                           "cases/seed/clone_then_requires_grad.yaml",
+                                           "cases/seed/detach_shares_memory.yaml", "--framework", FRAMEWORK,
+                                           "--device", "cpu", "--device", "gpu")
+    assert result.ret == 0
+    line = closing_line(result.stdout.str())
+    assert counts(line) == {"raises": 1, "silent-correct": 1, "aliases": 1, "skipped": 3}, line
+
+
+def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> None:
+    pytester.makeconftest("""
+        import conformance.engine
+
+        def run_cell(self, case, framework, device):
+            return {"case": case.id, "case_file": case.path, "topic": case.topic, "title": case.title,
+                    "framework": framework, "framework_version": "1.0", "device": device,
+                    "outcome": "error", "details": {"message": "the harness broke"}, "timings": {},
+                    "run_info": {}}
+
+        conformance.engine.Engine.run_cell = run_cell
+    """)
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--framework",
+                                           FRAMEWORK, "--device", "cpu")
+    assert result.ret == 1
+    assert counts(closing_line(result.stdout.str())) == {"error": 1}
+    result.stdout.fnmatch_lines(["*harness error: the harness broke*"])
 
 
 @pytest.mark.skipif(len(INSTALLED) < 2, reason="needs both torch and paddle")
 def test_xdist_gives_the_same_outcomes_as_a_serial_run(pytester, project) -> None:
     serial, parallel = project / "serial.jsonl", project / "parallel.jsonl"
-    pytester.runpytest_subprocess("cases", "--device", "cpu", "--results", str(serial))
-    pytester.runpytest_subprocess("cases", "--device", "cpu", "--results", str(parallel), "-n", "2")
+    pytester.runpytest_subprocess("--conformance", "cases", "--device", "cpu", "--results", str(serial))
+    pytester.runpytest_subprocess("--conformance", "cases", "--device", "cpu", "--results", str(parallel), "-n", "2")
     assert len(outcomes(serial)) == 2 * len(list((project / "cases" / "seed").glob("*.yaml")))
     assert outcomes(parallel) == outcomes(serial)
-
-
-def run_cli(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=project,
-                          capture_output=True, text=True, timeout=600)
 
 
 def test_conformance_run_exits_0_whatever_the_frameworks_do(project) -> None:
@@ -135,3 +167,61 @@ def test_validate_list_and_show(project) -> None:
     shown = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK)
     assert shown.returncode == 0 and "from_numpy(a)" in shown.stdout
     assert run_cli(project, "show", "no_such_case", "--framework", FRAMEWORK).returncode == 2
+
+
+def test_an_unrelated_project_is_left_alone(pytester) -> None:
+    """Installed in an environment, the plugin collects nothing and writes nothing unless asked."""
+    write_case(pytester.path / "cases", QUICK, "looks_like_a_case")
+    (pytester.path / "config.yaml").write_text("key: value\n")
+    pytester.makepyfile(test_unrelated="def test_one():\n    assert True\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == 0
+    assert counts(closing_line(result.stdout.str())) == {"passed": 1}
+    assert "conformance:" not in result.stdout.str()
+    assert not (pytester.path / "reports").exists()
+
+
+def test_an_ini_setting_asks_for_the_matrix(pytester) -> None:
+    write_case(pytester.path / "checks", QUICK, "quick")
+    pytester.makeini("[pytest]\nconformance = true\n")
+    result = pytester.runpytest_subprocess("checks", "--framework", FRAMEWORK, "--device", "cpu")
+    assert result.ret == 0
+    assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
+    assert len(list(read_records([pytester.path / "reports" / "results" / "latest.jsonl"]))) == 1
+
+
+def test_a_path_given_explicitly_is_collected_whatever_its_folder_is_called(pytester) -> None:
+    write_case(pytester.path / "my stuff", QUICK, "quick")
+    result = pytester.runpytest_subprocess("--conformance", "my stuff", "--framework", FRAMEWORK,
+                                           "--device", "cpu")
+    assert result.ret == 0
+    assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
+
+
+def test_an_unknown_framework_is_one_usage_error_line(pytester, project) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
+                                           "--framework", "jax")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1, errors
+    assert "unknown framework 'jax'" in errors[0] and FRAMEWORK in errors[0]
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_a_case_timeout_that_is_not_a_positive_number_is_a_usage_error(pytester, project, value) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
+                                           "--framework", FRAMEWORK, "--case-timeout", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1 and repr(value) in errors[0], errors
+    assert not (project / "reports").exists()
+
+
+def test_an_unwritable_results_path_is_one_error_line(pytester, project) -> None:
+    (project / "taken").mkdir()
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
+                                           "--framework", FRAMEWORK, "--results", "taken")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    assert f"cannot write {project / 'taken'}: Is a directory" in output

@@ -3,6 +3,13 @@
 The parent never imports a framework.  Each framework runs in a long-lived
 worker (its import is paid once); a worker that dies or hangs costs the cell it
 was running, is killed, and a fresh one starts for the next cell.
+
+No worker outlives its run, whatever ends the run.  Both halves of that contract
+are here: the parent starts each worker as the leader of a process group of its
+own (a terminal's Ctrl-C reaches only the parent, which then ends the workers)
+and kills the whole group on close; the worker (:func:`bind_to_parent`,
+:func:`parent_lines`) asks the kernel to kill it when its parent dies, and exits
+as soon as its stdin closes, even in the middle of a cell.
 """
 
 from __future__ import annotations
@@ -14,12 +21,22 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Any
+from queue import SimpleQueue
+from typing import Any, BinaryIO, Iterator
 
-__all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout"]
+__all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "bind_to_parent", "parent_lines"]
 
 STARTUP_TIMEOUT = 300.0
+#: How long an idle worker gets to exit by itself once its stdin is closed, before it is killed.
+CLOSE_GRACE = 2.0
+#: Set by the parent for the worker: its pid, and whether the parent-death signal can be used
+#: (only when the worker is started from the parent's main thread: the kernel sends that signal when
+#: the *thread* that started the child ends).
+PARENT_PID_ENV = "CONFORMANCE_PARENT_PID"
+PDEATHSIG_ENV = "CONFORMANCE_PDEATHSIG"
+_PR_SET_PDEATHSIG = 1
 
 
 class WorkerCrashed(Exception):
@@ -46,10 +63,13 @@ class Worker:
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("GLOG_minloglevel", "0")
+        env[PARENT_PID_ENV] = str(os.getpid())
+        env[PDEATHSIG_ENV] = "1" if threading.current_thread() is threading.main_thread() else "0"
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, framework],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
         )
+        self.busy = False  # a request was sent and its reply not read yet
         self._buffer = b""
         self.info: dict[str, Any] = self._read(STARTUP_TIMEOUT)
 
@@ -67,7 +87,10 @@ class Worker:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._crashed() from None
-        return self._read(timeout)
+        self.busy = True
+        reply = self._read(timeout)
+        self.busy = False
+        return reply
 
     def _read(self, timeout: float) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -106,20 +129,30 @@ class Worker:
         return self.log.read().decode("utf-8", "replace")[-limit:]
 
     def kill(self) -> None:
-        if self.alive():
-            self.process.kill()
+        """Kill the worker's whole process group, then reap the worker."""
+        if self.process.returncode is None:  # not reaped yet, so its pid (the group's id) is still ours
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self.process.wait()
 
     def close(self) -> None:
-        if self.alive():
+        """An idle worker exits when its stdin closes; a busy one (mid-cell) is killed at once."""
+        if self.alive() and not self.busy:
             try:
                 assert self.process.stdin is not None
                 self.process.stdin.close()
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=CLOSE_GRACE)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        self.log.close()
+        for stream in (self.process.stdin, self.process.stdout, self.log):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
 
 
 class WorkerPool:
@@ -144,3 +177,43 @@ class WorkerPool:
     def close(self) -> None:
         for name in list(self.workers):
             self.discard(name)
+
+
+# -- the worker's side of the contract ---------------------------------------------------------------
+
+def bind_to_parent() -> None:
+    """In a worker: die with the parent that started it (Linux's parent-death signal), and exit at once
+    if that parent is already gone.  Elsewhere, :func:`parent_lines` still ends the worker when the
+    parent's end of stdin closes."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    if os.environ.get(PDEATHSIG_ENV) == "1" and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: stdin's end still ends the worker
+            pass
+    if parent and parent.isdigit() and os.getppid() != int(parent):
+        os._exit(1)  # the parent died before the signal was armed
+
+
+def parent_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """In a worker: the request lines from the parent.  When the parent closes the pipe (or dies), an
+    idle worker's loop ends; a worker in the middle of a cell exits at once, since no one will read
+    its reply."""
+    lines: SimpleQueue[bytes | None] = SimpleQueue()
+    busy = threading.Event()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        if busy.is_set():
+            os._exit(0)
+        lines.put(None)
+
+    threading.Thread(target=pump, name="parent-lines", daemon=True).start()
+    while (line := lines.get()) is not None:
+        busy.set()
+        yield line
+        busy.clear()

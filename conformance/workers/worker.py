@@ -209,6 +209,9 @@ def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
+    from conformance.workers.pool import bind_to_parent, parent_lines  # the lifecycle contract
+
+    bind_to_parent()  # before the framework import, which takes seconds: never outlive the parent
     argv = sys.argv[1:] if argv is None else argv
     framework = argv[0]
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -221,14 +224,15 @@ def main(argv: list[str] | None = None) -> int:
     exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
                                     ["cpu", "gpu"])) + "\n")
-    for line in sys.stdin:
+    for line in parent_lines(sys.stdin.buffer):  # ends, or exits mid-cell, when the parent goes
         request = json.loads(line)
         try:
             if request["cmd"] == "run":
                 reply = run_case(adapter, request)
             elif request["cmd"] == "render":
                 case = case_from_message(request)
-                program = translate(case, adapter, request["device"], harness=False)
+                program = translate(case, adapter, request["device"], harness=False,
+                                    mode=request.get("mode", "eager"))
                 reply = {"source": program.source, "unsupported": program.unsupported}
             else:
                 reply = {"status": "error", "message": f"unknown command {request['cmd']!r}"}

@@ -1,0 +1,167 @@
+"""``conformance run`` and ``validate`` as a user runs them: one verdict, only this run, usage errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conformance.records.results import read_records
+
+from .conftest import INSTALLED, SEED
+from .runs import FRAMEWORK, QUICK, closing_line, run_cli, run_pytest, write_case
+
+needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+ONE_CELL = ("--framework", FRAMEWORK, "--device", "cpu")
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+@needs_framework
+def test_a_baseline_named_by_the_variable_fails_the_cli_as_it_fails_pytest(tmp_path: Path) -> None:
+    shutil.copy(SEED / "leaf_sin_inplace.yaml", tmp_path / "leaf_sin_inplace.yaml")
+    env = {"CONFORMANCE_BASELINES": str(tmp_path / "base")}
+    first = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", *ONE_CELL, "--update-baselines", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    [baseline] = (tmp_path / "base").glob(f"{FRAMEWORK}-*-cpu.json")
+    data = json.loads(baseline.read_text())
+    data["cells"]["leaf_sin_inplace"] = {"outcome": "silent-correct"}
+    baseline.write_text(json.dumps(data))
+    pytest_run = run_pytest(tmp_path, "--conformance", "leaf_sin_inplace.yaml", *ONE_CELL, env=env)
+    cli_run = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", *ONE_CELL, env=env)
+    assert pytest_run.returncode == 1, pytest_run.stdout
+    assert cli_run.returncode == 1, cli_run.stdout + cli_run.stderr
+    assert "changed against baseline" in cli_run.stdout
+    assert "1 failed" in closing_line(cli_run.stdout.split("# Conformance summary")[0])
+
+
+@needs_framework
+def test_a_folder_with_any_name_runs_and_only_this_run_is_written(tmp_path: Path) -> None:
+    folder = tmp_path / "my stuff"
+    write_case(folder, QUICK, "first")
+    write_case(folder, QUICK, "second")
+    results = tmp_path / "reports" / "results" / "latest.jsonl"
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps({"case": "old_case", "framework": FRAMEWORK, "framework_version": "0.1",
+                                   "device": "cpu", "outcome": "raises", "details": {}}) + "\n")
+    run = run_cli(tmp_path, "run", "my stuff", *ONE_CELL)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(r["case"] for r in read_records([results])) == ["first", "second"]
+    assert "old_case" not in run.stdout
+    assert "2 silent-correct" in closing_line(run.stdout.split("# Conformance summary")[0])
+
+
+@needs_framework
+def test_a_run_where_no_cell_ran_is_an_error_that_says_why_and_prints_no_old_summary(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no cases here\n")
+    summary = tmp_path / "reports" / "summary.md"
+    summary.parent.mkdir(parents=True)
+    summary.write_text("# Conformance summary\n\n| case | STALE TABLE |\n")
+    run = run_cli(tmp_path, "run", "empty", *ONE_CELL)
+    assert run.returncode == 5, run.stdout + run.stderr
+    assert "no cell ran: no case file (*.yaml, *.yml) under empty" in run.stdout + run.stderr
+    assert "STALE TABLE" not in run.stdout + run.stderr
+    assert not summary.exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    run = run_cli(tmp_path, "run", "--timeout", value, *ONE_CELL)
+    assert run.returncode == 2
+    [line] = error_lines(run.stderr)
+    assert repr(value) in line and "--timeout" in line
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--framework", "jax", "unknown framework 'jax'; installed adapters: "),
+    ("--device", "tpu", "'tpu'"),
+])
+def test_an_unknown_framework_or_device_is_one_usage_error_line(tmp_path: Path, option: str, value: str,
+                                                                expected: str) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    run = run_cli(tmp_path, "run", option, value)
+    assert run.returncode == 2
+    [line] = error_lines(run.stderr)
+    assert expected in line
+    assert not (tmp_path / "reports").exists()
+
+
+def _unwritable(tmp_path: Path, kind: str) -> Path:
+    if kind == "a directory":
+        (tmp_path / "out").mkdir()
+        return tmp_path / "out"
+    if kind == "a folder that cannot be created":
+        (tmp_path / "plain_file").write_text("")
+        return tmp_path / "plain_file" / "sub" / "out.jsonl"
+    (tmp_path / "locked").mkdir(mode=0o500)
+    return tmp_path / "locked" / "out.jsonl"
+
+
+@pytest.mark.parametrize("option", ["--results", "--summary"])
+@pytest.mark.parametrize("kind", ["a directory", "a folder that cannot be created", pytest.param(
+    "a read-only folder", marks=pytest.mark.skipif(hasattr(__import__("os"), "geteuid")
+                                                   and __import__("os").geteuid() == 0,
+                                                   reason="root writes into read-only folders"))])
+def test_an_unwritable_output_is_one_error_line(tmp_path: Path, option: str, kind: str) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    path = _unwritable(tmp_path, kind)
+    run = run_cli(tmp_path, "run", option, str(path), *ONE_CELL)
+    assert run.returncode == 2
+    [line] = error_lines(run.stderr)
+    assert line.startswith(f"error: cannot write {path}: "), line
+    assert "Traceback" not in run.stdout + run.stderr and "INTERNALERROR" not in run.stdout + run.stderr
+
+
+def test_validate_on_a_folder_without_case_files_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    run = run_cli(tmp_path, "validate", "empty")
+    assert run.returncode == 1
+    assert "no case file (*.yaml, *.yml) under empty" in run.stderr
+
+
+@needs_framework
+def test_resume_runs_only_the_missing_cells_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    for name in ("first", "second", "third"):
+        write_case(tmp_path / "cases", QUICK, name)
+    results = tmp_path / "reports" / "results" / "latest.jsonl"
+    assert run_cli(tmp_path, "run", *ONE_CELL).returncode == 0
+    kept = results.read_text().splitlines()[0]
+    # as an interrupted run leaves it: one finished cell and a record cut short
+    results.write_text(kept + "\n" + '{"case": "second", "fram')
+    run = run_cli(tmp_path, "run", "--resume", *ONE_CELL)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = results.read_text().splitlines()
+    assert lines[0] == kept
+    assert sorted(r["case"] for r in read_records([results])) == ["first", "second", "third"]
+    assert "3 silent-correct" in closing_line(run.stdout.split("# Conformance summary")[0])
+
+
+@needs_framework
+def test_updating_baselines_takes_only_this_runs_cells(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "first")
+    write_case(tmp_path / "other", QUICK, "second")
+    assert run_cli(tmp_path, "run", "cases", *ONE_CELL).returncode == 0
+    run = run_cli(tmp_path, "run", "other", "--resume", "--update-baselines", "--baselines", "base", *ONE_CELL)
+    assert run.returncode == 0, run.stdout + run.stderr
+    [baseline] = (tmp_path / "base").glob(f"{FRAMEWORK}-*-cpu.json")
+    assert set(json.loads(baseline.read_text())["cells"]) == {"second"}
+
+
+@needs_framework
+def test_prune_removes_the_entries_of_deleted_cases_and_says_so(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "first")
+    write_case(tmp_path / "cases", QUICK, "second")
+    assert run_cli(tmp_path, "run", *ONE_CELL, "--update-baselines", "--baselines", "base").returncode == 0
+    (tmp_path / "cases" / "second.yaml").unlink()
+    run = run_cli(tmp_path, "run", *ONE_CELL, "--baselines", "base", "--prune-baselines")
+    assert run.returncode == 0, run.stdout + run.stderr
+    [baseline] = (tmp_path / "base").glob(f"{FRAMEWORK}-*-cpu.json")
+    assert set(json.loads(baseline.read_text())["cells"]) == {"first"}
+    assert f"pruned baseline entry: {baseline}: second" in run.stdout
