@@ -78,6 +78,15 @@ class Op:
     #: Functions given per op instance (families build many ops from one pair).
     run_reference: Callable[["Machine", "Step"], None] | None = None
     run_spell: Callable[["Writer", "Step"], None] | None = None
+    #: How the fuzzer (``conformance fuzz``) draws a step of this op where the argument kinds and field
+    #: types do not say enough (shapes that must agree, dimensions or indices within bounds, a module's
+    #: inputs).  ``None``: everything is derived from ``args`` and ``fields``.  A function ``fuzz(d)``
+    #: draws with ``d`` (a :class:`conformance.fuzz.generate.Draw`: names in scope and their shapes,
+    #: numbers, literals, fresh operands) and returns the step's ``args`` and/or fields (and ``out``: how
+    #: many names a ``many`` op binds); what it leaves out is derived; it returns None when the names in
+    #: scope cannot make a valid step.  A string: why the op is never fuzzed (``conformance fuzz
+    #: --list-ops`` shows it).
+    fuzz: Callable[[Any], Mapping[str, Any] | None] | str | None = None
 
     kind: ClassVar[str] = "op"
 
