@@ -24,7 +24,17 @@ ALL_OPS = """
       - {op: from_numpy, args: [arr], out: t1}
       - {op: to_tensor, args: [arr], out: t2}
       - {op: numpy, args: [t2], out: back}
-      - {op: mul, args: [x, 1.0], out: m}
+      - {op: as_tensor, args: [arr], out: t4}
+      - {op: from_dlpack, args: [arr], out: t5}
+      - {op: construct_tensor, args: [arr], out: t6}
+      - {op: array_from_dlpack, args: [t2], out: back2}
+      - {op: full, shape: [2, 3], value: 0.25, out: filled}
+      - {op: mul, args: [x, 1.0], out: m0}
+      - {op: float, args: [m0], out: m_float}
+      - {op: astype, args: [m_float], dtype: float32, out: m_cast}
+      - {op: cpu, args: [m_cast], out: m_cpu}
+      - {op: to, args: [m_cpu], dtype: float32, out: m}
+      - {op: to, args: [x], device: true, copy: true, out: x_copy}
       - {op: sin, args: [m], out: s1}
       - {op: cos, args: [m], out: c1}
       - {op: exp, args: [m], out: e1}
@@ -104,6 +114,12 @@ ALL_OPS = """
         steps:
           - {op: assign, args: [x], out: x_again}
       - {observe: value, of: back}
+      - {observe: value, of: back2}
+      - {observe: value, of: filled}
+      - {observe: value, of: x_copy}
+      - {observe: same_object, of: [m, m0]}
+      - {observe: shares_memory, of: [t4, t5]}
+      - {observe: value, of: t6}
       - {observe: value, of: acc}
       - {observe: value, of: fc.weight}
       - {observe: requires_grad, of: nog}
@@ -198,3 +214,40 @@ def test_an_exception_inside_a_loop_names_the_iteration(engine) -> None:
     # since overwritten (W_hh as step 1 used it); the reference shows paddle's first wrong
     # gradients at the same step.
     assert (record["outcome"], exc["op"], exc["iteration"]) == ("raises", "backward", [2])
+
+
+# -- NumPy interop and conversions (ops/conversions.py) ------------------------------------
+
+CONVERSION_SPELLINGS = """
+    id: conversion_spellings
+    title: conversions to what a tensor already is, each spelled as its framework's users write it
+    steps:
+      - {op: tensor, out: x, value: [1.0, 2.0]}
+      - {op: to, args: [x], dtype: float32, dtype_string: true, out: a}
+      - {op: to, args: [x], dtype: float32, out: b}
+      - {op: astype, args: [x], dtype: float32, out: c}
+      - {observe: value, of: c}
+"""
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_conversions_are_spelled_as_each_framework_writes_them(engine, write_case, framework: str) -> None:
+    case = load_case(write_case(CONVERSION_SPELLINGS))
+    reply = engine.pool.get(framework).request({"cmd": "render", "device": "cpu", **case.to_message()},
+                                               timeout=120)
+    source = reply["source"]
+    assert "a = x.to('float32')" in source  # the string form paddle's documentation shows
+    assert f"b = x.to({framework}.float32)" in source
+    # the framework's cast method, found by inspection: astype where the tensor has one, else type
+    assert ("c = x.type(torch.float32)" if framework == "torch" else "c = x.astype('float32')") in source
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_zero_copy_constructor_aliases_or_is_unsupported_by_inspection(engine, framework: str) -> None:
+    case = load_case(ROOT / "cases" / "interop" / "tensor_zero_copy_constructor.yaml")
+    record = engine.run_cell(case, framework, "cpu")
+    details = record["details"]
+    if record["outcome"] == "unsupported":  # found by calling the Tensor class with zero_copy=True
+        assert "zero_copy" in details["reason"] and record["framework"] in details["reason"]
+    else:
+        assert record["outcome"] == "aliases", details

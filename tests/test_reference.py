@@ -227,3 +227,50 @@ def test_literals_are_rounded_to_their_declared_dtype(write_case) -> None:
 def test_pow_gradient_in_the_exponent_is_undefined_for_a_negative_base() -> None:
     _, grad_b = vjp_of(BINARY["pow"].fn, np.array([-2.0, 3.0]), np.array([2.0, 2.0]))
     assert np.isnan(grad_b[0]) and grad_b[1] == pytest.approx(9 * np.log(3.0))
+
+
+def test_conversions_to_what_a_tensor_is_return_it_and_copy_is_tracked(write_case) -> None:
+    case = load_case(write_case("""
+        id: conversions_same_or_copy
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+          - {op: exp, args: [x], out: y}
+          - {op: float, args: [y], out: same}
+          - {op: to, args: [y], dtype: float32, copy: true, out: copied}
+          - {op: tensor, out: two, value: 2.0}
+          - {op: mul_, args: [copied, two]}
+          - {observe: value, of: y, name: y_after_copy_write}
+          - {op: mul_, args: [same, two]}
+          - {observe: value, of: y, name: y_after_same_write}
+          - {op: add, args: [copied, same], out: both}
+          - {op: sum, args: [both], out: loss}
+          - {op: backward, args: [loss]}
+          - {observe: grad, of: x}
+    """))
+    obs = run_reference(case).observations
+    e = np.exp([1.0, 2.0])
+    np.testing.assert_allclose(obs["y_after_copy_write"], e)  # copy=True: storage of its own
+    np.testing.assert_allclose(obs["y_after_same_write"], 2 * e)  # float() of a float32 tensor: y itself
+    np.testing.assert_allclose(obs["grad(x)"], 4 * e)  # 2 e through each path, as exp recorded it
+
+
+def test_zero_copy_interop_aliases_and_full_fills(write_case) -> None:
+    case = load_case(write_case("""
+        id: interop_storage
+        title: t
+        steps:
+          - {op: array, out: a, value: [1.0, 2.0], dtype: float32}
+          - {op: from_dlpack, args: [a], out: shared}
+          - {op: construct_tensor, args: [a], out: copied}
+          - {op: array_from_dlpack, args: [shared], out: back}
+          - {op: setitem, args: [back, 5.0], index: 0}
+          - {observe: value, of: a}
+          - {observe: value, of: copied}
+          - {op: full, shape: [2, 3], value: -1.5, out: f}
+          - {observe: value, of: f}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(a)"], [5.0, 2.0])  # array -> DLPack tensor -> DLPack array
+    np.testing.assert_allclose(obs["value(copied)"], [1.0, 2.0])  # Tensor(a) without zero_copy copies
+    np.testing.assert_allclose(obs["value(f)"], np.full((2, 3), -1.5))
