@@ -168,6 +168,13 @@ def _to_spell(w, s) -> None:
     w.emit(f"{w.out(s)} = {w.method(s.args[0], 'to', *args)}")
 
 
+def _to_fuzz(d):
+    """Either to the program's dtype (the one every tensor has) or to the case's device, never both."""
+    if d.boolean():
+        return {"device": True, "dtype": None, "dtype_string": None}
+    return {"dtype": d.dtype, "device": None}
+
+
 def _astype_spell(w, s) -> None:
     dtype = s.fields["dtype"]
     if callable(getattr(w.a.tensor_type, "astype", None)):
@@ -185,11 +192,12 @@ register(Op(
             "dtype_string": Field("bool", default=False, doc="name the dtype as a string ('float32'), as "
                                   "paddle's documentation does, instead of the framework's dtype object"),
             "copy": _COPY},
-    run_reference=_same_or_copy, run_spell=_to_spell,
+    run_reference=_same_or_copy, run_spell=_to_spell, fuzz=_to_fuzz,
 ))
 register(Op(
     "float", "out = t.float() on a float32 tensor: t itself as both frameworks document.", args=("tensor",),
     run_reference=_same_or_copy, run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'float')}"),
+    fuzz=lambda d: {} if d.dtype == "float32" else None,  # modelled on float32 tensors only
 ))
 register(Op(
     "astype", "out = the framework's cast method to the dtype t already has: astype(dtype) where the tensor "

@@ -98,6 +98,7 @@ register(Op(
     fields={"shape": Field("numbers", required=True, doc="a list of positive integers"),
             "value": Field("number", required=True), "dtype": Field("dtype", default="float32", choices=DTYPES)},
     run_reference=_full_reference, run_spell=_full_spell,
+    fuzz=lambda d: {"shape": list(d.new_shape(max_ndim=2)) or [1], "value": d.number(), "dtype": d.dtype},
 ))
 register(Op(
     "from_numpy", "A tensor from a NumPy array by the framework's zero-copy constructor.", args=("array",),
