@@ -51,11 +51,13 @@ class _Run:
         self.warnings: list[dict[str, Any]] = []
         self.attributed = 0
         self.addresses: dict[str, list[int] | None] = {}
+        self.phase: str | None = None  # "compiled": the running step is a call of a compiled function
 
-    def mark(self, number: int, iteration: tuple[int, ...] = ()) -> None:
+    def mark(self, number: int, iteration: tuple[int, ...] = (), phase: str | None = None) -> None:
         self.attribute()
         self.step = number
         self.iteration = list(iteration)
+        self.phase = phase
 
     def attribute(self) -> None:
         for w in self.warning_log[self.attributed:]:
@@ -151,7 +153,8 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
     problem = adapter.device_problem(device)
     if problem:
         return {"status": "skipped", "reason": problem}
-    program = translate(case, adapter, device, harness=True)
+    mode = request.get("mode", "eager")
+    program = translate(case, adapter, device, harness=True, mode=mode)
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
     missing = unresolved_names(program.source, adapter.namespace)
@@ -159,9 +162,10 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
         return {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, which "
                 f"{adapter.name} {adapter.version} does not have: a fault of the {adapter.name} adapter"}
     run = _Run(adapter)
+    adapter.before_case(mode)
     namespace: dict[str, Any] = {"_step": run.mark, "_observe": run.observe}
     reply: dict[str, Any] = {"status": "completed"}
-    filename = f"<case {case.id}>"
+    filename = _source_file(case.id, program.source)
     started = time.perf_counter()
     with _CapturedOutput() as output, warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
@@ -180,6 +184,18 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+_SOURCES = tempfile.mkdtemp(prefix="conformance-programs-")
+
+
+def _source_file(case_id: str, source: str) -> str:
+    """The program as a real file, as a user has it: compilers that read source (paddle.jit.to_static,
+    inspect.getsource) find it there, and tracebacks point into it."""
+    path = os.path.join(_SOURCES, f"{case_id}.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(source)
+    return path
+
+
 def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> dict[str, Any]:
     """What an exception from the running program was: the framework's, or the harness's own fault."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -188,9 +204,11 @@ def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> d
                 f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
     type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
     message = str(exc)[:4000]
-    return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": {
-        "type": type_name, "message": message,
-        "kind": raise_kind(type_name, message, adapter.autograd_messages)}}
+    exception = {"type": type_name, "message": message,
+                 "kind": raise_kind(type_name, message, adapter.autograd_messages)}
+    if run.phase == "compiled":  # the call of a compiled function: compiling it, or running it
+        exception["phase"] = "compilation" if adapter.compile_failure(exc) else "compiled-call"
+    return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": exception}
 
 
 def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
