@@ -46,12 +46,19 @@ def _measure_spell(w, s) -> None:
     w.record(s.fields["name"], "allocated_bytes", f"{expr} - {before}" if expr else "None")
 
 
+def _backward_fuzz(d):
+    """The reference (like torch) takes backward only of a one-element tensor that requires grad."""
+    loss = d.pick("tensor", where=lambda f: f.size == 1 and f.requires_grad)
+    return None if loss is None else {"args": [loss]}
+
+
 register(Op(
     "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none", phase="backward",
     stage="outside",
     fields={"retain_graph": Field("bool", default=False)},
     run_reference=lambda m, s: m.backward(m.tensor(s.args[0])),
     run_spell=lambda w, s: w.emit(w.a.backward(s.args[0], s.fields["retain_graph"])),
+    fuzz=_backward_fuzz,
 ))
 register(Op(
     "repeat", "Run the nested steps N times; var names the 0-based counter.", out="none", block=True, loop=True,
