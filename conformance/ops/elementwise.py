@@ -88,6 +88,17 @@ def _matmul(a: Array, b: Array):
     return a @ b, [lambda g: g @ np.swapaxes(b, -1, -2), lambda g: np.swapaxes(a, -1, -2) @ g]
 
 
+def _matmul_fuzz(d):
+    """Vectors and matrices whose inner dimensions agree."""
+    a = d.pick("tensor", where=lambda f: len(f.shape) in (1, 2))
+    if a is None:
+        return None
+    inner = d.shape(a)[-1]
+    b = d.tensor(where=lambda f: len(f.shape) in (1, 2) and f.shape[0] == inner,
+                 fresh=(inner, d.size()) if d.boolean() else (inner,))
+    return {"args": [a, b]}
+
+
 @dataclass(frozen=True)
 class Binary:
     """A binary function, its Python operator, and its in-place method (if any)."""
@@ -96,6 +107,7 @@ class Binary:
     symbol: str
     fn: Callable
     method: str | None = None
+    fuzz: Callable | None = None  # the out-of-place op's rule for the fuzzer (Op.fuzz)
 
 
 BINARY: dict[str, Binary] = {b.name: b for b in (
@@ -104,7 +116,7 @@ BINARY: dict[str, Binary] = {b.name: b for b in (
     Binary("mul", "*", lambda a, b: (a * b, [lambda g: g * b, lambda g: g * a]), "mul_"),
     Binary("div", "/", lambda a, b: (a / b, [lambda g: g / b, lambda g: -g * a / (b * b)]), "div_"),
     Binary("pow", "**", _pow),
-    Binary("matmul", "@", _matmul),
+    Binary("matmul", "@", _matmul, fuzz=_matmul_fuzz),
 )}
 
 _PYTHON_SCALAR = Field("bool", default=False, doc=(
@@ -126,6 +138,7 @@ for _b in BINARY.values():
         run_reference=(lambda fn: lambda m, s: m.bind(s, m.new(fn, *s.args)))(_b.fn),
         run_spell=(lambda sym: lambda w, s: w.emit(
             f"{w.out(s)} = {w.arg(s, 0)} {sym} {w.arg(s, 1)}"))(_b.symbol),
+        fuzz=_b.fuzz,
     ))
     if _b.method:
         register(Op(

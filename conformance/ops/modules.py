@@ -110,17 +110,70 @@ def _call_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callabl
         raise fail(f"calling a {kind} binds {wanted} name(s), got {outputs!r}")
 
 
+# -- how the fuzzer draws modules and their calls (Op.fuzz) -----------------------------------
+# Parameters are float32 (as a user makes them), so modules appear in float32 programs only.
+
+
+def _linear_fuzz(d):
+    if d.dtype != "float32":
+        return None
+    fan_in, fan_out = d.size(), d.size()
+    return {"weight": d.values((fan_out, fan_in)), "bias": d.values((fan_out,)) if d.boolean() else None}
+
+
+def _rnn_fuzz(d):
+    if d.dtype != "float32":
+        return None
+    fan_in, hidden = d.size(), d.size()
+    return {"weight_ih": d.values((hidden, fan_in)), "weight_hh": d.values((hidden, hidden)),
+            "bias_ih": d.values((hidden,)), "bias_hh": d.values((hidden,))}
+
+
+def _call_fuzz(d):
+    """Inputs of the shapes the module takes: (batch, in) for a Linear, (time, batch, in) and an optional
+    (1, batch, hidden) for an RNN, anything for an activation."""
+    module = d.pick("module")
+    if module is None:
+        return None
+    kind = d.kind(module)
+    if kind == "linear":
+        fan_in = d.shape(f"{module}.weight")[1]
+        inputs = [d.tensor(where=lambda f: len(f.shape) in (1, 2) and f.shape[-1] == fan_in,
+                           fresh=(d.size(), fan_in))]
+    elif kind == "rnn":
+        hidden, fan_in = d.shape(f"{module}.weight_ih")
+        inputs = [d.tensor(where=lambda f: len(f.shape) == 3 and f.shape[-1] == fan_in,
+                           fresh=(d.size(), d.size(), fan_in))]
+        if inputs[0] is not None and d.boolean():
+            inputs.append(d.tensor((1, d.shape(inputs[0])[1], hidden)))
+    elif kind in MODULE_KINDS and not MODULE_KINDS[kind].parameters:
+        inputs = [d.pick("tensor")]
+    else:
+        return None
+    if None in inputs:
+        return None
+    return {"args": [module, *inputs], "out": MODULE_KINDS[kind].outputs}
+
+
+def _mse_loss_fuzz(d):
+    """Two tensors of one shape (a broadcast target is a warning in one framework, an error in another)."""
+    prediction = d.pick("tensor")
+    return None if prediction is None else {"args": [prediction, d.tensor(d.shape(prediction))]}
+
+
 register(Op(
     "linear", "A Linear module with the given weight (out x in, y = x W^T + b) and bias.", binds="linear",
     stage="setup",
     fields={"weight": _VALUE, "bias": Field("numbers")}, run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(*w.a.linear(w.out(s), s.fields["weight"], s.fields["bias"], w.device)),
+    fuzz=_linear_fuzz,
 ))
 register(Op(
     "rnn", "A one-layer Elman RNN (tanh), time-major, with the given parameters.", binds="rnn", stage="setup",
     fields={name: _VALUE for name in MODULE_KINDS["rnn"].parameters}, run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(*w.a.rnn(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["rnn"].parameters},
                                            w.device)),
+    fuzz=_rnn_fuzz,
 ))
 register(Op(
     "activation", "An activation module, with the in-place flag where asked.", binds="activation",
@@ -134,6 +187,7 @@ register(Op(
     "call", "out = module(*inputs); an RNN binds [output, h_n].", args=("module", "*tensor"), out="many",
     check=_call_check, run_reference=_call_reference,
     run_spell=lambda w, s: w.emit(f"{', '.join(s.out)} = {s.args[0]}({', '.join(s.args[1:])})"),
+    fuzz=_call_fuzz,
 ))
 
 
@@ -147,6 +201,7 @@ register(Op(
     "mse_loss", "out = the framework's functional mean squared error.", args=("tensor", "tensor"),
     run_reference=lambda m, s: m.bind(s, m.new(_mse, *s.args)),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.mse_loss(s.args[0], s.args[1])}"),
+    fuzz=_mse_loss_fuzz,
 ))
 
 

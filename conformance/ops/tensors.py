@@ -155,6 +155,7 @@ register(Op(
     args=("tensor",), out="none", stage="setup",
     run_reference=_requires_grad_reference,
     run_spell=lambda w, s: w.emit(w.method(s.args[0], "requires_grad_")),
+    fuzz=lambda d: (lambda t: None if t is None else {"args": [t]})(d.pick("tensor", where=lambda f: not f.view)),
 ))
 
 

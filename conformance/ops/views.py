@@ -37,11 +37,21 @@ register(Op(
     run_reference=_getitem_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {s.args[0]}[{s.index.source()}]"),
 ))
+def _setitem_fuzz(d):
+    """A value that broadcasts to the indexed elements."""
+    target = d.pick("data", where=lambda f: len(f.shape) > 0)
+    if target is None:
+        return None
+    index = d.index(d.shape(target))
+    return {"args": [target, d.operand(d.selection(d.shape(target), index))], "index": index}
+
+
 register(Op(
     "setitem", "t[index] = value: index assignment.", args=("data", "operand"), out="none",
     fields={"index": _INDEX},
     run_reference=_setitem_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.index.source()}] = {w.arg(s, 1)}"),
+    fuzz=_setitem_fuzz,
 ))
 
 
@@ -65,4 +75,6 @@ register(Op(
     check=_two_dims,
     run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).view(_transposed(s.fields["dims"]))),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "transpose", *map(str, s.fields["dims"]))),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dims": [d.dim(len(d.shape(x))) for _ in "ab"]})(
+        d.pick("tensor", where=lambda f: len(f.shape) > 0)),
 ))
