@@ -72,6 +72,16 @@ ALL_OPS = """
       - {observe: value, of: row}
       - {op: tensor, out: acc, value: [0.0, 0.0]}
       - {op: add_out, args: [z, z], into: acc}
+      - {op: tensor, out: m2, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: transpose_, args: [m2], dims: [0, 1]}
+      - {op: tensor, out: r3, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: resize_, args: [r3], shape: [3]}
+      - {op: tensor, out: c3, value: [0.0, 0.0, 0.0]}
+      - {op: copy_, args: [c3, r3]}
+      - {op: tensor, out: s3, value: [9.0]}
+      - {op: set_, args: [s3, c3]}
+      - {observe: value, of: m2}
+      - {observe: value, of: s3}
       - {op: data, args: [x], out: xd}
       - {op: tensor, out: fresh, value: [1.0, 2.0]}
       - {op: requires_grad_, args: [fresh]}
@@ -134,7 +144,9 @@ ALL_OPS = """
 
 #: Ops that some framework lacks, so a program using them is unsupported there: each has a
 #: dedicated test below instead of a place in ALL_OPS.
-OPS_WITH_OWN_TEST: set[str] = set()
+OPS_WITH_OWN_TEST: set[str] = {
+    "set_value",  # Paddle's Tensor.set_value; torch.Tensor has no such method
+}
 
 
 def test_the_every_op_case_uses_every_op(write_case) -> None:
@@ -251,3 +263,29 @@ def test_zero_copy_constructor_aliases_or_is_unsupported_by_inspection(engine, f
         assert "zero_copy" in details["reason"] and record["framework"] in details["reason"]
     else:
         assert record["outcome"] == "aliases", details
+
+
+SET_VALUE = """
+    id: set_value_untracked
+    title: t.set_value(array) overwrites the values, recording no history
+    steps:
+      - {op: tensor, out: x, value: [0.5, -1.0, 1.5], requires_grad: true}
+      - {op: exp, args: [x], out: y}
+      - {op: sum, args: [y], out: loss}
+      - {op: array, out: fresh, value: [1.0, 2.0, 3.0], dtype: float32}
+      - {op: set_value, args: [y, fresh]}
+      - {observe: value, of: y}
+      - {op: tensor, out: t, value: [0.0, 0.0, 0.0]}
+      - {op: set_value, args: [t, y]}
+      - {observe: value, of: t}
+"""
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_set_value_writes_values_or_is_unsupported_by_inspection(engine, write_case, framework: str) -> None:
+    record = engine.run_cell(load_case(write_case(SET_VALUE)), framework, "cpu")
+    details = record["details"]
+    if record["outcome"] == "unsupported":
+        assert "set_value" in details["reason"] and record["framework"] in details["reason"]
+    else:
+        assert record["outcome"] == "silent-correct", details

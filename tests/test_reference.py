@@ -274,3 +274,165 @@ def test_zero_copy_interop_aliases_and_full_fills(write_case) -> None:
     np.testing.assert_allclose(obs["value(a)"], [5.0, 2.0])  # array -> DLPack tensor -> DLPack array
     np.testing.assert_allclose(obs["value(copied)"], [1.0, 2.0])  # Tensor(a) without zero_copy copies
     np.testing.assert_allclose(obs["value(f)"], np.full((2, 3), -1.5))
+
+
+# -- writes that are not element-wise math: copy_, set_value, transpose_, resize_, set_ ----------
+
+_X = np.array([[0.5, -1.0, 1.5], [2.0, -0.5, 0.25]])
+_S = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]])
+
+
+def _grads(write_case, text: str) -> dict:
+    return run_reference(load_case(write_case(text))).observations
+
+
+def test_copy_is_a_tracked_write_whose_gradient_flows_to_the_source(write_case) -> None:
+    obs = _grads(write_case, f"""
+        id: copy_grad
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: {_X.tolist()}, requires_grad: true}}
+          - {{op: tensor, out: s, value: {_S[0].tolist()}, requires_grad: true}}
+          - {{op: mul, args: [x, 2.0], out: c}}
+          - {{op: copy_, args: [c, s]}}
+          - {{op: mul, args: [c, x], out: p}}
+          - {{op: sum, args: [p], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: value, of: c}}
+          - {{observe: grad, of: x}}
+          - {{observe: grad, of: s}}
+    """)
+
+    def loss(x, s):  # c takes s's values (broadcast over rows), then meets x again
+        return (np.broadcast_to(s, x.shape) * x).sum()
+
+    np.testing.assert_allclose(obs["value(c)"], np.broadcast_to(_S[0], _X.shape))
+    np.testing.assert_allclose(obs["grad(x)"], numeric_grad(lambda v: loss(v, _S[0]), _X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(obs["grad(s)"], numeric_grad(lambda v: loss(_X, v), _S[0]), rtol=1e-6, atol=1e-8)
+
+
+def test_transpose_in_place_differentiates_like_numpy(write_case) -> None:
+    obs = _grads(write_case, f"""
+        id: transpose_grad
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: {_X.tolist()}, requires_grad: true}}
+          - {{op: tensor, out: w, value: {_S.T.tolist()}}}
+          - {{op: sin, args: [x], out: c}}
+          - {{op: transpose_, args: [c], dims: [1, 0]}}
+          - {{op: mul, args: [c, w], out: p}}
+          - {{op: sum, args: [p], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: value, of: c}}
+          - {{observe: grad, of: x}}
+    """)
+    np.testing.assert_allclose(obs["value(c)"], np.sin(_X).T)
+    want = numeric_grad(lambda v: (np.sin(v).T * _S.T).sum(), _X)
+    np.testing.assert_allclose(obs["grad(x)"], want, rtol=1e-6, atol=1e-8)
+
+
+def test_resize_keeps_the_first_elements_and_differentiates_like_numpy(write_case) -> None:
+    obs = _grads(write_case, f"""
+        id: resize_grad
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: {_X.tolist()}, requires_grad: true}}
+          - {{op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0]]}}
+          - {{op: mul, args: [x, x], out: c}}
+          - {{op: resize_, args: [c], shape: [2, 2]}}
+          - {{op: mul, args: [c, w], out: p}}
+          - {{op: sum, args: [p], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: value, of: c}}
+          - {{observe: grad, of: x}}
+    """)
+    w = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def loss(x):
+        return ((x * x).reshape(-1)[:4].reshape(2, 2) * w).sum()
+
+    np.testing.assert_allclose(obs["value(c)"], (_X * _X).reshape(-1)[:4].reshape(2, 2))
+    np.testing.assert_allclose(obs["grad(x)"], numeric_grad(loss, _X), rtol=1e-6, atol=1e-8)
+
+
+def test_set_shares_the_source_storage_and_takes_its_gradient(write_case) -> None:
+    obs = _grads(write_case, f"""
+        id: set_grad
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: {_X[0].tolist()}, requires_grad: true}}
+          - {{op: tensor, out: s, value: {_S[0].tolist()}, requires_grad: true}}
+          - {{op: mul, args: [x, 3.0], out: c}}
+          - {{op: set_, args: [c, s]}}
+          - {{op: mul, args: [c, c], out: p}}
+          - {{op: sum, args: [p], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: grad, of: x}}
+          - {{observe: grad, of: s}}
+          - op: no_grad
+            steps:
+              - {{op: mul_, args: [c, 2.0]}}
+          - {{observe: value, of: s}}
+    """)
+    np.testing.assert_allclose(obs["grad(x)"], np.zeros(3))
+    np.testing.assert_allclose(obs["grad(s)"], numeric_grad(lambda v: (v * v).sum(), _S[0]), rtol=1e-6)
+    np.testing.assert_allclose(obs["value(s)"], 2 * _S[0])  # a write through c lands in s's storage
+
+
+def test_set_value_is_an_untracked_write(write_case) -> None:
+    obs = _grads(write_case, """
+        id: set_value_untracked
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [0.5, -1.0, 1.5], requires_grad: true}
+          - {op: exp, args: [x], out: y}
+          - {op: sum, args: [y], out: loss}
+          - {op: array, out: ones, value: [1.0, 1.0, 1.0]}
+          - {op: set_value, args: [y, ones]}
+          - {op: backward, args: [loss]}
+          - {observe: value, of: y}
+          - {observe: grad, of: x}
+    """)
+    np.testing.assert_allclose(obs["value(y)"], np.ones(3))
+    np.testing.assert_allclose(obs["grad(x)"], np.exp([0.5, -1.0, 1.5]), rtol=1e-6)  # exp as it ran
+
+
+@pytest.mark.parametrize("op, step, want", [
+    ("copy_", "{op: copy_, args: [x, src]}", lambda x, src: np.zeros(4)),
+    ("set_", "{op: set_, args: [x, src]}", lambda x, src: np.zeros(4)),
+    ("transpose_", "{op: transpose_, args: [x], dims: [0, 1]}", lambda x, src: 2 * x),
+    ("resize_", "{op: resize_, args: [x], shape: [3]}", lambda x, src: np.where(np.arange(4) < 3, 2 * x, 0.0)),
+])
+def test_a_leaf_written_in_place_gets_the_gradient_of_its_original_value(write_case, op, step, want) -> None:
+    """Reference rule 7, for the writes that change a leaf's values, shape or storage: the loss
+    sum(x * x) after the write, differentiated with respect to the value x had before it."""
+    x = np.array([0.5, -1.0, 1.5, 2.0])
+    src = np.array([1.0, 2.0, 3.0, 4.0])
+    obs = _grads(write_case, f"""
+        id: leaf_{op.rstrip('_')}
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: {x.reshape(2, 2).tolist()}, requires_grad: true}}
+          - {{op: tensor, out: src, value: {src.reshape(2, 2).tolist()}}}
+          - {step}
+          - {{op: mul, args: [x, x], out: sq}}
+          - {{op: sum, args: [sq], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: grad, of: x}}
+    """)
+    got = obs["grad(x)"]
+    assert got.shape == (2, 2)  # the leaf's gradient has the shape the leaf had
+    np.testing.assert_allclose(got.reshape(-1), want(x, src))
+
+
+def test_resize_beyond_the_tensor_is_not_modelled(write_case) -> None:
+    case = load_case(write_case("""
+        id: resize_grow
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0]}
+          - {op: resize_, args: [x], shape: [3]}
+          - {observe: value, of: x}
+    """))
+    with pytest.raises(ReferenceFailure, match="undetermined"):
+        run_reference(case)

@@ -22,7 +22,7 @@ class PaddleAdapter(Adapter):
     reserved_names = ("paddle", "nn", "F")
     autograd_messages = (
         r"modified by an inplace operation",
-        r"Leaf Var .* that doesn't stop gradient can't use inplace strategy",
+        r"Leaf (Var|Tensor) .* that doesn't stop gradient can't use inplace strategy",
         r"inplace .* (leaf|view)",
     )
     modes = {"to_static": "paddle.jit.to_static with its defaults",
@@ -88,6 +88,12 @@ class PaddleAdapter(Adapter):
         x, (first, second) = step.args[0], step.fields["dims"]
         w.emit(f"_perm = list(range({x}.ndim))", f"_perm[{first}], _perm[{second}] = _perm[{second}], _perm[{first}]",
                f"{w.out(step)} = {x}.transpose(perm=_perm)")
+
+    def spell_transpose_(self, w: Any, step: Any) -> None:
+        # The in-place twin takes the whole permutation too (paddle.Tensor.transpose_(perm)).
+        x, (first, second) = step.args[0], step.fields["dims"]
+        w.emit(f"_perm = list(range({x}.ndim))", f"_perm[{first}], _perm[{second}] = _perm[{second}], _perm[{first}]",
+               w.method(x, "transpose_", "perm=_perm"))
 
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
         w.emit(f"{step.args[0]}.stop_gradient = False")

@@ -27,6 +27,7 @@ class TorchAdapter(Adapter):
         r"a view of a leaf Variable that requires grad",
         r"more than one element of the written-to tensor refers to a single memory location",
         r"backward through the graph a second time",
+        r"cannot resize variables that require grad",
     )
     modes = {"compile": "torch.compile with its default backend (inductor)"}
 
