@@ -38,6 +38,7 @@ _ENGINE = pytest.StashKey[Engine]()
 _SEEN_IDS = pytest.StashKey[dict]()
 _KEPT = pytest.StashKey[dict]()
 _RUN = pytest.StashKey["RunState"]()
+_BASELINES = pytest.StashKey["Baselines | None"]()
 
 Cell = tuple[str, str, str]  # case id, framework, device: what --resume and the summary key on
 
@@ -58,8 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--framework", action="append", default=None, metavar="NAME",
                     help="framework to run (repeatable); default: every installed one "
                          "[env CONFORMANCE_FRAMEWORKS, comma-separated]")
-    group.addoption("--device", action="append", default=None, choices=DEVICES,
-                    help="device to run on (repeatable); default: cpu and gpu, gpu cells are skipped "
+    group.addoption("--device", action="append", default=None, metavar="NAME",
+                    help=f"device to run on (repeatable; {', '.join(DEVICES)}); default: every one, gpu cells "
+                         "are skipped "
                          "with the reason when unavailable [env CONFORMANCE_DEVICES]")
     group.addoption("--results", default=None, metavar="FILE",
                     help=f"JSON-lines results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
@@ -129,11 +131,13 @@ def _baseline_dir(config: pytest.Config) -> tuple[Path, bool]:
 
 
 def baselines(config: pytest.Config) -> Baselines | None:
-    """The baselines cells are checked against, or None (ignored, updating, or none present)."""
-    if config.getoption("no_baselines") or config.getoption("update_baselines"):
-        return None
-    directory, asked = _baseline_dir(config)
-    return Baselines(directory) if asked or directory.is_dir() else None
+    """The baselines cells are checked against, or None (ignored, updating, or none present);
+    one store per run, so each baseline file is read once."""
+    if _BASELINES not in config.stash:
+        directory, asked = _baseline_dir(config)
+        ignored = config.getoption("no_baselines") or config.getoption("update_baselines")
+        config.stash[_BASELINES] = None if ignored or not (asked or directory.is_dir()) else Baselines(directory)
+    return config.stash[_BASELINES]
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -250,6 +254,7 @@ class RunState:
     """What the controller saw of this run, from the item reports (which xdist forwards)."""
 
     cells: dict[Cell, str] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)  # this run's, read once at the end
     findings: list[str] = field(default_factory=list)
     notes: list[tuple[str, dict[str, bool]]] = field(default_factory=list)
     interrupted: bool = False
@@ -272,7 +277,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.notes.append((f"error: no cell ran: {_why_no_cell_ran(config)}", {"red": True}))
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-    records = _this_runs_records(config, state)
+    records = state.records = _this_runs_records(config, state)
     try:
         if records or state.interrupted:
             _write_summary(records, summary_path(config), state)
@@ -341,7 +346,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(_RUN, None)
     if state is None:
         return
-    records = _this_runs_records(config, state)
+    records = state.records
     if records:
         _write_outcomes(terminalreporter, records)
     if state.findings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -59,7 +60,17 @@ def is_gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
-def start_long_run(project: Path, *extra: str) -> tuple[subprocess.Popen, set[int]]:
+@pytest.fixture
+def tracked():
+    """Worker pids a test watches; any still running at the end are killed, pass or fail."""
+    pids: set[int] = set()
+    yield pids
+    for pid in pids:
+        if not is_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def start_long_run(project: Path, tracked: set[int], *extra: str) -> tuple[subprocess.Popen, set[int]]:
     """``conformance run`` on a quick cell and then a cell that runs for hours; returns once the second
     cell is running, with the pids of the framework workers."""
     write_case(project / "cases", QUICK, "a_quick")
@@ -72,7 +83,8 @@ def start_long_run(project: Path, *extra: str) -> tuple[subprocess.Popen, set[in
     while time.monotonic() < deadline:
         if results.exists() and results.read_text().count("\n") >= 1 and workers_of(process.pid):
             time.sleep(0.5)  # inside the long cell's loop
-            return process, workers_of(process.pid)
+            tracked |= workers_of(process.pid)
+            return process, set(tracked)
         if process.poll() is not None:
             break
         time.sleep(0.1)
@@ -85,36 +97,34 @@ def assert_gone_soon(pids: set[int], seconds: float = 5.0) -> None:
     while time.monotonic() < deadline and not all(is_gone(pid) for pid in pids):
         time.sleep(0.1)
     alive = {pid: _cmdline(pid) for pid in pids if not is_gone(pid)}
-    for pid in alive:  # never leave them behind for the next test
-        subprocess.run(["kill", "-9", str(pid)], check=False)
     assert not alive, f"workers outlived their run: {alive}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_an_interrupted_run_ends_its_workers_and_says_it_was_interrupted(tmp_path: Path, sig) -> None:
-    process, workers = start_long_run(tmp_path)
+def test_an_interrupted_run_ends_its_workers_and_says_it_was_interrupted(tmp_path: Path, tracked, sig) -> None:
+    process, workers = start_long_run(tmp_path, tracked)
     assert workers
     process.send_signal(sig)
     output = process.communicate(timeout=60)[0]
-    assert process.returncode == INTERRUPTED, output
     assert_gone_soon(workers)
+    assert process.returncode == INTERRUPTED, output
     summary = (tmp_path / "reports" / "summary.md").read_text()
     assert "interrupted" in summary.lower()
     assert "a_quick" in summary and "b_long" not in summary
 
 
-def test_a_killed_run_leaves_no_worker_behind(tmp_path: Path) -> None:
-    process, workers = start_long_run(tmp_path)
+def test_a_killed_run_leaves_no_worker_behind(tmp_path: Path, tracked) -> None:
+    process, workers = start_long_run(tmp_path, tracked)
     assert workers
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
-    assert process.returncode == -signal.SIGKILL
     assert_gone_soon(workers)
+    assert process.returncode == -signal.SIGKILL
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_parallel_run_leaves_no_worker_behind(tmp_path: Path, sig) -> None:
-    process, workers = start_long_run(tmp_path, "-n", "2")
+def test_a_parallel_run_leaves_no_worker_behind(tmp_path: Path, tracked, sig) -> None:
+    process, workers = start_long_run(tmp_path, tracked, "-n", "2")
     assert workers
     process.send_signal(sig)
     process.communicate(timeout=60)

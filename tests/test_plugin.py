@@ -198,13 +198,19 @@ def test_a_path_given_explicitly_is_collected_whatever_its_folder_is_called(pyte
     assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
 
 
-def test_an_unknown_framework_is_one_usage_error_line(pytester, project) -> None:
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
-                                           "--framework", "jax")
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--framework", "jax", "unknown framework 'jax'; installed adapters: "),
+    ("--device", "tpu", "unknown device 'tpu'; choose from cpu, gpu"),
+])
+def test_an_unknown_framework_or_device_is_one_usage_error_line(pytester, project, option, value,
+                                                                expected) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", option, value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1, errors
-    assert "unknown framework 'jax'" in errors[0] and FRAMEWORK in errors[0]
+    assert expected in errors[0]
+    if option == "--framework":
+        assert FRAMEWORK in errors[0]
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])

@@ -182,20 +182,31 @@ class WorkerPool:
 # -- the worker's side of the contract ---------------------------------------------------------------
 
 def bind_to_parent() -> None:
-    """In a worker: die with the parent that started it (Linux's parent-death signal), and exit at once
-    if that parent is already gone.  Elsewhere, :func:`parent_lines` still ends the worker when the
-    parent's end of stdin closes."""
-    parent = os.environ.get(PARENT_PID_ENV)
-    if os.environ.get(PDEATHSIG_ENV) == "1" and sys.platform.startswith("linux"):
-        try:
-            import ctypes
+    """In a worker: die with the parent that started it (Linux's parent-death signal).
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: stdin's end still ends the worker
-            pass
-    if parent and parent.isdigit() and os.getppid() != int(parent):
-        os._exit(1)  # the parent died before the signal was armed
+    Elsewhere, or when the parent started it from a thread other than its main one, :func:`parent_lines`
+    still ends the worker when the parent's end of stdin closes."""
+    if os.environ.get(PDEATHSIG_ENV) != "1" or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: stdin's end still ends the worker
+        return
+    parent = os.environ.get(PARENT_PID_ENV, "")
+    if parent.isdigit() and not _running(int(parent)):
+        os._exit(1)  # the parent died before the signal was armed, so it will never come
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def parent_lines(stream: BinaryIO) -> Iterator[bytes]:
