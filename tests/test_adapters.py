@@ -64,9 +64,18 @@ ALL_OPS = """
       - {op: isub, args: [k, one]}
       - {op: imul, args: [k, one]}
       - {op: idiv, args: [k, one]}
+      - {op: imul, args: [k, one], attribute: data}
       - {op: getitem, args: [k], index: "0", out: row}
       - {op: transpose, args: [x], dims: [0, 1], out: xt}
       - {observe: value, of: xt}
+      - {op: unbind, args: [x], dim: 1, out: [col0, col1]}
+      - {op: split, args: [x], sections: [1, 1], dim: 0, out: [top, bottom]}
+      - {op: expand, args: [top], shape: [3, 2], out: wide}
+      - {op: reshape, args: [x], shape: [4], out: flat}
+      - {op: view, args: [x], shape: [4, 1], out: tall}
+      - {observe: value, of: col1}
+      - {observe: value, of: wide}
+      - {observe: value, of: tall}
       - {op: tensor, out: z, value: [0.0, 0.0]}
       - {op: setitem, args: [z, 2.0], index: ":"}
       - {observe: value, of: row}

@@ -380,3 +380,22 @@ def test_a_timeout_beyond_an_hour_is_rejected(tmp_path: Path) -> None:
                     "  - {observe: value, of: x}\n")
     with pytest.raises(CaseError, match="timeout must be at most 3600"):
         load_case(path)
+
+
+@pytest.mark.parametrize("steps, fragment", [
+    ("  - {op: tensor, out: x, value: [[1.0, 2.0, 3.0]]}\n"
+     "  - {op: split, args: [x], sections: [1, 2], dim: 1, out: [a, b, c]}\n  - {observe: value, of: a}\n",
+     "split into 2 sections binds as many names"),
+    ("  - {op: tensor, out: x, value: [[1.0, 2.0]]}\n"
+     "  - {op: unbind, args: [x], dim: 0.5, out: [a]}\n  - {observe: value, of: a}\n",
+     "dim must be an integer dimension, not 0.5"),
+    ("  - {op: tensor, out: x, value: [1.0]}\n  - {op: imul, args: [x, 3.0], attribute: grad}\n"
+     "  - {observe: value, of: x}\n", "attribute must be one of ['data']"),
+    ("  - {op: array, out: a, value: [1.0]}\n  - {op: imul, args: [a, 3.0], attribute: data}\n"
+     "  - {observe: value, of: a}\n", "'a' is an array: only a tensor has the attribute 'data'"),
+])
+def test_view_and_augmented_assignment_steps_are_checked(tmp_path: Path, steps: str, fragment: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\ntitle: t\nsteps:\n" + steps)
+    with pytest.raises(CaseError, match=re.escape(fragment)):
+        load_case(path)

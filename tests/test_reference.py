@@ -436,3 +436,122 @@ def test_resize_beyond_the_tensor_is_not_modelled(write_case) -> None:
     """))
     with pytest.raises(ReferenceFailure, match="undetermined"):
         run_reference(case)
+
+
+# -- views that reshape, split and broadcast: a write through them reaches the base ---------
+
+_W = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+
+def _doubled_through_view(x: np.ndarray, view) -> np.ndarray:
+    """An independent NumPy program: double the elements a view takes, by index on a copy."""
+    x = x.copy()
+    flat = x.reshape(-1)
+    flat[np.unique(view(np.arange(x.size).reshape(x.shape)))] *= 2.0
+    return x
+
+
+VIEW_WRITES = {
+    # op step, the NumPy elements it writes, whether the loss reads the view (else the base)
+    "unbind": ("{op: unbind, args: [x], dim: 1, out: [v, other, third]}", lambda a: a[:, 0], False),
+    "split": ("{op: split, args: [x], sections: [1, 2], dim: 1, out: [v, other]}", lambda a: a[:, 0:1], False),
+    "reshape": ("{op: reshape, args: [x], shape: [3, 2], out: v}", lambda a: a, False),
+    "view": ("{op: view, args: [x], shape: [6], out: v}", lambda a: a, False),
+    "expand": ("{op: expand, args: [top], shape: [2, 3], out: v}", lambda a: a[0:1], True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_WRITES))
+def test_a_write_through_a_view_op_differentiates_like_numpy(write_case, name: str) -> None:
+    step, takes, loss_of_view = VIEW_WRITES[name]
+    read = "v" if loss_of_view else "x"
+    case = load_case(write_case(f"""
+        id: view_op_{name}
+        title: t
+        steps:
+          - {{op: tensor, out: w, value: {_W.tolist()}, requires_grad: true}}
+          - {{op: mul, args: [w, 2.0], out: x}}
+          - {{op: getitem, args: [x], index: "0:1", out: top}}
+          - {step}
+          - {{op: mul_, args: [v, 2.0]}}
+          - {{op: mul, args: [{read}, {read}], out: sq}}
+          - {{op: sum, args: [sq], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{observe: value, of: x}}
+          - {{observe: grad, of: w}}
+    """))
+    obs = run_reference(case).observations
+
+    def forward(w: np.ndarray) -> np.ndarray:
+        return _doubled_through_view(2.0 * w, takes)
+
+    def loss(w: np.ndarray) -> float:
+        x = forward(w)
+        seen = np.broadcast_to(x[0:1], (2, 3)) if loss_of_view else x
+        return float((seen * seen).sum())
+
+    np.testing.assert_allclose(obs["value(x)"], forward(_W))
+    np.testing.assert_allclose(obs["grad(w)"], numeric_grad(loss, _W), rtol=1e-7, atol=1e-6)
+
+
+def test_unbind_and_split_views_alias_their_base(write_case) -> None:
+    case = load_case(write_case("""
+        id: multi_views
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}
+          - {op: unbind, args: [x], dim: 0, out: [r0, r1]}
+          - {op: split, args: [x], sections: [2, 1], dim: -1, out: [left, right]}
+          - {op: mul_, args: [x, 10.0]}
+          - {observe: value, of: r1}
+          - {observe: value, of: right}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(r1)"], [40.0, 50.0, 60.0])
+    np.testing.assert_allclose(obs["value(right)"], [[30.0], [60.0]])
+
+
+def test_an_overlapping_write_lands_once_per_memory_location(write_case) -> None:
+    case = load_case(write_case("""
+        id: expand_write
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [[1.0, 2.0]]}
+          - {op: expand, args: [x], shape: [3, -1], out: e}
+          - {op: add_, args: [e, 1.0]}
+          - {observe: value, of: x}
+          - {observe: value, of: e}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(x)"], [[2.0, 3.0]])  # once, not three times
+    np.testing.assert_allclose(obs["value(e)"], [[2.0, 3.0]] * 3)
+
+
+def test_an_overlapping_write_of_different_values_is_ill_posed(write_case) -> None:
+    case = load_case(write_case("""
+        id: expand_conflict
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [[1.0, 2.0]]}
+          - {op: tensor, out: rows, value: [[1.0, 1.0], [2.0, 2.0]]}
+          - {op: expand, args: [x], shape: [2, 2], out: e}
+          - {op: add_, args: [e, rows]}
+          - {observe: value, of: x}
+    """))
+    with pytest.raises(ReferenceFailure, match="overlaps itself"):
+        run_reference(case)
+
+
+@pytest.mark.parametrize("op", ["reshape", "view"])
+def test_reshaping_a_non_contiguous_tensor_is_not_modelled(write_case, op: str) -> None:
+    case = load_case(write_case(f"""
+        id: {op}_of_transposed
+        title: t
+        steps:
+          - {{op: tensor, out: x, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}}
+          - {{op: transpose, args: [x], dims: [0, 1], out: xt}}
+          - {{op: {op}, args: [xt], shape: [6], out: flat}}
+          - {{observe: value, of: flat}}
+    """))
+    with pytest.raises(ReferenceFailure, match="not contiguous"):
+        run_reference(case)

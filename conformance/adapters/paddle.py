@@ -95,6 +95,17 @@ class PaddleAdapter(Adapter):
         w.emit(f"_perm = list(range({x}.ndim))", f"_perm[{first}], _perm[{second}] = _perm[{second}], _perm[{first}]",
                w.method(x, "transpose_", "perm=_perm"))
 
+    # Paddle's expand, reshape and view take the shape as one list (paddle.Tensor.reshape(shape)),
+    # where torch's users pass the sizes one by one.
+    def spell_expand(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = " + w.method(step.args[0], "expand", lit(step.fields["shape"])))
+
+    def spell_reshape(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = " + w.method(step.args[0], "reshape", lit(step.fields["shape"])))
+
+    def spell_view(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = " + w.method(step.args[0], "view", lit(step.fields["shape"])))
+
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
         w.emit(f"{step.args[0]}.stop_gradient = False")
 

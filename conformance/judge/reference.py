@@ -187,9 +187,21 @@ def _scatter(shape: tuple[int, ...], rel: np.ndarray, grad: np.ndarray) -> np.nd
     return out.reshape(shape)
 
 
+def _landing(flat: np.ndarray) -> np.ndarray:
+    """Which elements of a write land in storage: of elements that share one position (a
+    view that overlaps itself, such as an expanded one), the last one."""
+    landed = np.ones(flat.size, dtype=bool)
+    if np.unique(flat).size != flat.size:
+        _, last_from_end = np.unique(flat[::-1], return_index=True)
+        landed[:] = False
+        landed[flat.size - 1 - last_from_end] = True
+    return landed
+
+
 def _copy_slices(base: Node, base_shape: tuple[int, ...], rel: np.ndarray, new: Node) -> Node:
     """The base's history after its elements at *rel* were replaced by *new* (a tracked write)."""
     flat = rel.reshape(-1)
+    lands = _landing(flat)
 
     def to_base(g: np.ndarray) -> np.ndarray:
         g = np.array(np.broadcast_to(g, base_shape), dtype=np.float64).reshape(-1)
@@ -197,7 +209,8 @@ def _copy_slices(base: Node, base_shape: tuple[int, ...], rel: np.ndarray, new: 
         return g.reshape(base_shape)
 
     def to_new(g: np.ndarray) -> np.ndarray:
-        return unbroadcast(np.broadcast_to(g, base_shape).reshape(-1)[flat].reshape(rel.shape), new.shape)
+        spliced = np.where(lands, np.broadcast_to(g, base_shape).reshape(-1)[flat], 0.0)
+        return unbroadcast(spliced.reshape(rel.shape), new.shape)
 
     return Node(base_shape, ((base, to_base), (new, to_new)))
 
@@ -290,8 +303,16 @@ class Machine:
     def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
-        data[tensor.positions.reshape(-1)] = np.broadcast_to(
-            np.asarray(value), tensor.shape).reshape(-1).astype(data.dtype)
+        flat = tensor.positions.reshape(-1)
+        values = np.broadcast_to(np.asarray(value), tensor.shape).reshape(-1).astype(data.dtype)
+        lands = _landing(flat)
+        if not lands.all():  # elements sharing a memory location must agree, or the order of writes decides
+            landed = np.zeros(data.shape, dtype=data.dtype)
+            landed[flat[lands]] = values[lands]
+            if not np.array_equal(landed[flat], values, equal_nan=values.dtype.kind == "f"):
+                raise ValueError("an in-place write through a view that overlaps itself gives one memory "
+                                 "location different values: the result depends on the order of the writes")
+        data[flat[lands]] = values[lands]
         if node is None or not self.grad_enabled:
             return
         if tensor.base is None:

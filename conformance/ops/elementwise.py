@@ -132,6 +132,41 @@ def _inplace_binary(tensor_arg: str, fn: Callable):
     return reference
 
 
+_ATTRIBUTE = Field("choice", choices=("data",), doc=(
+    "assign through this attribute of the tensor in one statement (a.data *= 3); where the tensor "
+    "defines no in-place operator, Python stores the result through the attribute's setter"))
+
+
+def _attribute_check(data, scope, fail) -> None:
+    args = data.get("args")
+    first = args[0] if isinstance(args, list) and args else args
+    if data.get("attribute") and scope.get(first) != "tensor":
+        raise fail(f"{first!r} is an {scope.get(first)}: only a tensor has the attribute {data['attribute']!r}")
+
+
+def _augmented(fn: Callable):
+    def reference(m, s) -> None:
+        target = m.get(s.args[0])
+        if s.fields.get("attribute"):  # a.data op= b: a write into a's storage that no history records
+            target = target.alias()
+        m.inplace(target, fn, s.args[1])
+    return reference
+
+
+def _augmented_fuzz(d):
+    """The derived arguments, and the attribute only on a tensor (an array has no .data)."""
+    target = d.pick("data")
+    other = None if target is None else d.operand(d.shape(target))
+    if other is None:
+        return None
+    return {"args": [target, other], "attribute": "data" if d.kind(target) == "tensor" and d.boolean() else None}
+
+
+def _augmented_target(w, s) -> str:
+    attribute = s.fields.get("attribute")
+    return w.attribute(s.args[0], attribute) if attribute else s.args[0]
+
+
 for _b in BINARY.values():
     register(Op(
         _b.name, f"out = a {_b.symbol} b.", args=("operand", "operand"),
@@ -149,10 +184,12 @@ for _b in BINARY.values():
                 s.args[0], method, w.operand(s, 1, like=s.args[0]))))(_b.method),
         ))
         register(Op(
-            "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment (not a.{_b.method}(b)).",
-            args=("data", "operand"), out="none", rebinds=True,
-            run_reference=_inplace_binary("data", _b.fn),
-            run_spell=(lambda sym: lambda w, s: w.emit(f"{s.args[0]} {sym}= {w.arg(s, 1)}"))(_b.symbol),
+            "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment (not a.{_b.method}(b)); "
+            f"with attribute, a.data {_b.symbol}= b in one statement.",
+            args=("data", "operand"), out="none", rebinds=True, fields={"attribute": _ATTRIBUTE},
+            check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_augmented_fuzz,
+            run_spell=(lambda sym: lambda w, s: w.emit(f"{_augmented_target(w, s)} {sym}= {w.arg(s, 1)}"))(
+                _b.symbol),
         ))
 
 

@@ -78,3 +78,170 @@ register(Op(
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dims": [d.dim(len(d.shape(x))) for _ in "ab"]})(
         d.pick("tensor", where=lambda f: len(f.shape) > 0)),
 ))
+
+
+# -- views that reshape, split and broadcast -------------------------------------------
+#
+# Each is a tracked view of its input (``Tensor.view``): the frameworks document these
+# results as sharing their input's storage (PyTorch's "Tensor Views" page lists all of
+# them; Paddle documents ``view``, ``reshape`` and ``transpose`` as view ops of its
+# dynamic graph).  Where an installed framework copies instead, the difference is a
+# memory observation (``shares_memory``), not a different reference.
+
+_DIM = Field("number", default=0, doc="the dimension (an integer; negative counts from the end)")
+_SHAPE = Field("ints", required=True, doc="the target shape (-1: inferred, or kept for expand)")
+
+
+def _integer_dim(data, scope, fail) -> None:
+    dim = data.get("dim", 0)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -64 <= dim < 64:
+        raise fail(f"dim must be an integer dimension, not {dim!r}")
+
+
+def _axis(dim: int, ndim: int) -> int:
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"dimension {dim} is out of range for a tensor of {ndim} dimensions")
+    return dim % ndim
+
+
+def _bind_views(m, s, takes) -> None:
+    """Bind one tracked view per output name; the counts must agree, as Python's unpacking demands."""
+    if len(takes) != len(s.out):
+        raise ValueError(f"the op gives {len(takes)} views, but the step binds {len(s.out)} names {list(s.out)}")
+    source = m.tensor(s.args[0])
+    m.bind(s, *(source.view(take) for take in takes))
+
+
+def _unbind_reference(m, s) -> None:
+    shape = m.tensor(s.args[0]).shape
+    axis = _axis(int(s.fields["dim"]), len(shape))
+    _bind_views(m, s, [(lambda i: lambda a: np.take(a, i, axis=axis))(i) for i in range(shape[axis])])
+
+
+def _split_reference(m, s) -> None:
+    shape = m.tensor(s.args[0]).shape
+    axis = _axis(int(s.fields["dim"]), len(shape))
+    sections = s.fields["sections"]
+    if any(n < 0 for n in sections) or sum(sections) != shape[axis]:
+        raise ValueError(f"sections {sections} do not add up to the size {shape[axis]} of dimension {axis}")
+    bounds = np.cumsum([0, *sections])
+    _bind_views(m, s, [(lambda lo, hi: lambda a: a[(slice(None),) * axis + (slice(lo, hi),)])(lo, hi)
+                       for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+
+def _contiguous(tensor) -> bool:
+    """Whether the elements lie in storage in row-major order without gaps (what ``view`` needs)."""
+    flat = tensor.positions.reshape(-1)
+    return flat.size < 2 or bool(np.all(np.diff(flat) == 1))
+
+
+def _reshaped(name: str):
+    def reference(m, s) -> None:
+        source = m.tensor(s.args[0])
+        if not _contiguous(source):  # torch's view raises here and its reshape copies: not a view
+            raise ValueError(f"{name} of a tensor whose elements are not contiguous is not modelled")
+        shape = tuple(s.fields["shape"])
+        m.bind(s, source.view(lambda a: a.reshape(shape)))
+    return reference
+
+
+def _expand_reference(m, s) -> None:
+    source = m.tensor(s.args[0])
+    wanted = list(s.fields["shape"])
+    lead = len(wanted) - len(source.shape)
+    if lead < 0:
+        raise ValueError(f"cannot expand a tensor of shape {list(source.shape)} to {wanted}")
+    shape = tuple(source.shape[i - lead] if size == -1 and i >= lead else size for i, size in enumerate(wanted))
+    # Repeated elements are the same storage positions: the view overlaps itself.
+    m.bind(s, source.view(lambda a: np.broadcast_to(a, shape)))
+
+
+def _sizes(shape: list[int]) -> str:
+    return ", ".join(map(str, shape))
+
+
+def _unpack(step) -> str:
+    return ", ".join(step.out) + ("," if len(step.out) == 1 else "")
+
+
+def _check_split(data, scope, fail) -> None:
+    _integer_dim(data, scope, fail)
+    out = data.get("out")
+    count = len(out) if isinstance(out, list) else 1
+    if count != len(data.get("sections") or []):
+        raise fail(f"split into {len(data.get('sections') or [])} sections binds as many names, got {out!r}")
+
+
+# Fuzz rules (``Op.fuzz``): dimensions within bounds, as many names as the op gives views, shapes
+# the input can take.  A write through a view that the reference refuses (one that overlaps itself
+# with different values) or a reshape of a non-contiguous tensor ends the drawn program there.
+
+
+def _unbind_fuzz(d):
+    x = d.pick("tensor", where=lambda f: len(f.shape) >= 1 and f.size > 0)
+    if x is None:
+        return None
+    shape = d.shape(x)
+    dim = d.dim(len(shape))
+    return {"args": [x], "dim": dim, "out": shape[dim]}
+
+
+def _split_fuzz(d):
+    x = d.pick("tensor", where=lambda f: len(f.shape) >= 1 and f.size > 0)
+    if x is None:
+        return None
+    shape = d.shape(x)
+    dim = d.dim(len(shape))
+    first = d.integer(1, shape[dim])
+    sections = [first] + ([shape[dim] - first] if first < shape[dim] else [])
+    return {"args": [x], "sections": sections, "dim": dim, "out": len(sections)}
+
+
+def _expand_fuzz(d):
+    x = d.pick("tensor")
+    if x is None:
+        return None
+    shape = [d.size() if n == 1 else d.choice([n, -1]) for n in d.shape(x)]
+    if not shape or d.boolean():  # a new leading dimension
+        shape = [d.size()] + shape
+    return {"args": [x], "shape": shape}
+
+
+def _reshape_fuzz(d):
+    x = d.pick("tensor")
+    if x is None:
+        return None
+    size = d.facts(x).size
+    return {"args": [x], "shape": d.choice([[-1], [size], [1, -1], [size, 1]])}
+
+
+register(Op(
+    "unbind", "a, b, ... = t.unbind(dim): one view per index along dim (bind as many names).",
+    args=("tensor",), out="many", fields={"dim": _DIM}, check=_integer_dim,
+    run_reference=_unbind_reference, fuzz=_unbind_fuzz,
+    run_spell=lambda w, s: w.emit(f"{_unpack(s)} = " + w.method(s.args[0], "unbind", str(s.fields["dim"]))),
+))
+register(Op(
+    "split", "a, b, ... = t.split([sizes], dim): views of consecutive sections along dim.",
+    args=("tensor",), out="many",
+    fields={"sections": Field("ints", required=True, doc="the size of each section"), "dim": _DIM},
+    check=_check_split, run_reference=_split_reference, fuzz=_split_fuzz,
+    run_spell=lambda w, s: w.emit(f"{_unpack(s)} = " + w.method(
+        s.args[0], "split", f"[{_sizes(s.fields['sections'])}]", str(s.fields["dim"]))),
+))
+register(Op(
+    "expand", "out = t.expand(*shape): a broadcast view whose repeated elements share memory.",
+    args=("tensor",), fields={"shape": _SHAPE},
+    run_reference=_expand_reference, fuzz=_expand_fuzz,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "expand", _sizes(s.fields["shape"]))),
+))
+register(Op(
+    "reshape", "out = t.reshape(*shape) of a contiguous tensor: a view.", args=("tensor",),
+    fields={"shape": _SHAPE}, run_reference=_reshaped("reshape"), fuzz=_reshape_fuzz,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "reshape", _sizes(s.fields["shape"]))),
+))
+register(Op(
+    "view", "out = t.view(*shape): a view with another shape (the input must be contiguous).",
+    args=("tensor",), fields={"shape": _SHAPE}, run_reference=_reshaped("view"), fuzz=_reshape_fuzz,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "view", _sizes(s.fields["shape"]))),
+))
