@@ -196,10 +196,15 @@ class Adapter:
         self.resolve("F.mse_loss")
         return f"F.mse_loss({a}, {b})"
 
-    def sgd(self, modules: Sequence[str], lr: str) -> str:
+    def sgd(self, params: str, lr: str) -> str:
+        """An SGD optimizer over *params*, an expression for a list of tensors."""
         raise NotImplementedError
 
-    def zero_grad(self, optimizer: str) -> str:
+    def zero_grad(self, optimizer: str, set_to: str | None = None) -> str:
+        """Clear the optimizer's gradients: the call without arguments (the framework's default),
+        or with the framework's argument that releases (``"none"``) or zeroes (``"zero"``) them."""
+        if set_to is not None:
+            raise Unsupported(f"the {self.name} adapter spells no setting for clearing gradients")
         return f"{optimizer}.zero_grad()"
 
     def backward(self, x: str, retain_graph: bool) -> str:

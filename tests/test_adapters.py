@@ -105,6 +105,7 @@ ALL_OPS = """
       - {op: tensor, out: target, value: [[[1.0]], [[1.0]]]}
       - {op: mse_loss, args: [rout, target], out: rl}
       - {op: sgd, args: [fc, cell], lr: 0.1, out: opt}
+      - {op: sgd, args: [fresh], lr: 0.1, out: opt_fresh}
       - {op: zero_grad, args: [opt]}
       - {op: sum, args: [acted], out: l1}
       - {op: mean, args: [a5], out: l2}
@@ -119,6 +120,11 @@ ALL_OPS = """
       - {observe: grad, of: fc.weight}
       - {observe: grad, of: cell.weight_hh}
       - {op: step, args: [opt]}
+      - {op: grad, args: [fresh], out: fresh_grad}
+      - {observe: value, of: fresh_grad}
+      - {op: zero_grad, args: [opt_fresh], set_to: zero}
+      - {op: parameter, args: [fc], name: bias, out: fc_bias}
+      - {observe: value, of: fc_bias}
       - op: no_grad
         steps:
           - {op: mul, args: [x, 2.0], out: nog}
@@ -298,3 +304,66 @@ def test_set_value_writes_values_or_is_unsupported_by_inspection(engine, write_c
         assert "set_value" in details["reason"] and record["framework"] in details["reason"]
     else:
         assert record["outcome"] == "silent-correct", details
+
+
+# -- optimizers and gradients held in names (ops/modules.py) --------------------------------
+
+ZERO_GRAD_SETTINGS = """
+    id: zero_grad_settings
+    title: the clearing call's settings mean the same on every framework that has them
+    steps:
+      - {op: tensor, out: w, value: [1.0, -2.0], requires_grad: true}
+      - {op: sgd, args: [w], lr: 0.1, out: opt}
+      - {op: mul, args: [w, w], out: sq}
+      - {op: sum, args: [sq], out: l1}
+      - {op: backward, args: [l1]}
+      - {op: zero_grad, args: [opt], set_to: zero}
+      - {observe: grad, of: w, name: zeroed}
+      - {op: mul, args: [w, 3.0], out: tw}
+      - {op: sum, args: [tw], out: l2}
+      - {op: backward, args: [l2]}
+      - {op: grad, args: [w], out: g}
+      - {observe: value, of: g}
+      - {op: zero_grad, args: [opt], set_to: none}
+      - {observe: grad, of: w, name: released}
+"""
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_zero_grad_settings_zero_or_release_on_every_framework(engine, write_case, framework: str) -> None:
+    record = engine.run_cell(load_case(write_case(ZERO_GRAD_SETTINGS)), framework, "cpu")
+    details = record["details"]
+    if record["outcome"] == "unsupported":  # an older release without the parameter
+        assert record["framework"] in details["reason"] and "has no parameter" in details["reason"]
+        return
+    assert record["outcome"] == "silent-correct", details
+    values = {o["name"]: o["value"] for o in details["observations"]}
+    assert values["zeroed"] == [0.0, 0.0] and values["value(g)"] == [3.0, 3.0] and values["released"] is None
+
+
+def _without_framework(cls, dotted: str, method: str):
+    """An adapter whose namespace holds a stand-in framework in which the class *dotted* has *method*
+    without parameters (as a release that lacks the setting would), made without importing it."""
+    from types import SimpleNamespace
+
+    root, *path = dotted.split(".")
+    obj: object = type(path[-1], (), {method: lambda self: None})
+    for name in reversed(path):
+        obj = SimpleNamespace(**{name: obj})
+    adapter = cls.__new__(cls)
+    adapter.fw = SimpleNamespace(__version__="0.0")
+    adapter.namespace = {root: obj}
+    return adapter
+
+
+@pytest.mark.parametrize("adapter_name, dotted, method", [
+    ("torch", "torch.optim.Optimizer", "zero_grad"),
+    ("paddle", "paddle.optimizer.Optimizer", "clear_grad"),
+])
+def test_a_zero_grad_setting_is_unsupported_where_the_clearing_call_lacks_it(adapter_name, dotted, method) -> None:
+    from conformance.adapter import Unsupported, load_adapter
+
+    adapter = _without_framework(load_adapter(adapter_name), dotted, method)
+    assert adapter.zero_grad("opt") == f"opt.{method}()"  # the default call needs no parameter
+    with pytest.raises(Unsupported, match=f"{dotted}.{method}\\(\\) has no parameter"):
+        adapter.zero_grad("opt", "zero")

@@ -399,3 +399,22 @@ def test_view_and_augmented_assignment_steps_are_checked(tmp_path: Path, steps: 
     path.write_text("id: c\ntitle: t\nsteps:\n" + steps)
     with pytest.raises(CaseError, match=re.escape(fragment)):
         load_case(path)
+
+
+@pytest.mark.parametrize("steps, fragment", [
+    ("  - {op: array, out: a, value: [1.0]}\n  - {op: sgd, args: [a], lr: 0.1, out: opt}\n"
+     "  - {observe: value, of: a}\n", "sgd optimizes modules and tensors, not 'a' (bound to: array)"),
+    ("  - {op: activation, kind: relu, out: act}\n  - {op: parameter, args: [act], name: weight, out: w}\n"
+     "  - {op: tensor, out: x, value: [1.0]}\n  - {observe: value, of: x}\n",
+     "the activation module 'act' has no parameter 'weight'"),
+    ("  - {op: linear, out: fc, weight: [[1.0]]}\n  - {op: parameter, args: [fc], name: weight_hh, out: w}\n"
+     "  - {observe: value, of: w}\n", "the linear module 'fc' has no parameter 'weight_hh'"),
+    ("  - {op: tensor, out: w, value: [1.0], requires_grad: true}\n  - {op: sgd, args: [w], lr: 0.1, out: opt}\n"
+     "  - {op: zero_grad, args: [opt], set_to: nothing}\n  - {observe: value, of: w}\n",
+     "set_to must be one of ['none', 'zero']"),
+])
+def test_optimizer_and_parameter_steps_are_checked(tmp_path: Path, steps: str, fragment: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\ntitle: t\nsteps:\n" + steps)
+    with pytest.raises(CaseError, match=re.escape(fragment)):
+        load_case(path)

@@ -555,3 +555,153 @@ def test_reshaping_a_non_contiguous_tensor_is_not_modelled(write_case, op: str) 
     """))
     with pytest.raises(ReferenceFailure, match="not contiguous"):
         run_reference(case)
+
+
+# -- optimizers and gradients held in names -------------------------------------------------
+
+OPTIMIZER = SEED.parent / "optimizer"
+GRADS = SEED.parent / "grads"
+
+
+def test_a_held_gradient_is_the_gradient_storage(write_case) -> None:
+    case = load_case(write_case("""
+        id: held_grad_storage
+        title: t
+        steps:
+          - {op: tensor, out: w, value: [1.0, -2.0], requires_grad: true}
+          - {op: mul, args: [w, w], out: sq}
+          - {op: sum, args: [sq], out: l1}
+          - {op: backward, args: [l1]}
+          - {op: grad, args: [w], out: g}
+          - op: no_grad
+            steps:
+              - {op: mul_, args: [g, 0.5]}
+          - {observe: grad, of: w, name: scaled_through_g}
+          - {op: mul, args: [w, 3.0], out: tw}
+          - {op: sum, args: [tw], out: l2}
+          - {op: backward, args: [l2]}
+          - {observe: value, of: g, name: g_accumulated}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["scaled_through_g"], [1.0, -2.0])  # 2w halved, written through g
+    np.testing.assert_allclose(obs["g_accumulated"], [4.0, 1.0])  # backward adds 3 into g's storage
+
+
+@pytest.mark.parametrize("set_to, grad_after, held_after", [
+    ("zero", [0.0, 0.0], [0.0, 0.0]),  # zeroed in place: the held tensor reads zeros
+    ("none", None, [2.0, -4.0]),  # released: the leaf has no gradient, the held tensor keeps its values
+])
+def test_zero_grad_settings_zero_in_place_or_release(write_case, set_to, grad_after, held_after) -> None:
+    case = load_case(write_case(f"""
+        id: zero_grad_{set_to}
+        title: t
+        steps:
+          - {{op: tensor, out: w, value: [1.0, -2.0], requires_grad: true}}
+          - {{op: sgd, args: [w], lr: 0.1, out: opt}}
+          - {{op: mul, args: [w, w], out: sq}}
+          - {{op: sum, args: [sq], out: loss}}
+          - {{op: backward, args: [loss]}}
+          - {{op: grad, args: [w], out: g}}
+          - {{op: zero_grad, args: [opt], set_to: {set_to}}}
+          - {{observe: grad, of: w}}
+          - {{observe: value, of: g}}
+    """))
+    obs = run_reference(case).observations
+    if grad_after is None:
+        assert obs["grad(w)"] is None
+    else:
+        np.testing.assert_allclose(obs["grad(w)"], grad_after)
+    np.testing.assert_allclose(obs["value(g)"], held_after)
+
+
+def test_an_optimizer_over_a_tensor_and_a_bound_parameter_updates_in_place(write_case) -> None:
+    case = load_case(write_case("""
+        id: sgd_tensor_and_parameter
+        title: t
+        steps:
+          - {op: tensor, out: w, value: [1.0, -2.0], requires_grad: true}
+          - {op: linear, out: fc, weight: [[0.5, -1.0]], bias: [0.25]}
+          - {op: parameter, args: [fc], name: bias, out: b}
+          - {op: sgd, args: [w, fc], lr: 0.5, out: opt}
+          - {op: call, args: [fc, w], out: y}
+          - {op: sum, args: [y], out: loss}
+          - {op: backward, args: [loss]}
+          - {op: step, args: [opt]}
+          - {observe: value, of: w}
+          - {observe: value, of: b}
+    """))
+    obs = run_reference(case).observations
+    np.testing.assert_allclose(obs["value(w)"], [1.0 - 0.5 * 0.5, -2.0 + 0.5 * 1.0])  # dloss/dw = W
+    np.testing.assert_allclose(obs["value(b)"], [0.25 - 0.5])  # the bound name is fc.bias itself
+
+
+def test_an_optimizer_over_one_tensor_twice_is_not_modelled(write_case) -> None:
+    case = load_case(write_case("""
+        id: sgd_twice
+        title: t
+        steps:
+          - {op: linear, out: fc, weight: [[0.5]], bias: [0.25]}
+          - {op: parameter, args: [fc], name: bias, out: b}
+          - {op: sgd, args: [fc, b], lr: 0.5, out: opt}
+          - {observe: value, of: b}
+    """))
+    with pytest.raises(ReferenceFailure, match="twice"):
+        run_reference(case)
+
+
+def _f32(value) -> np.ndarray:
+    """A literal as the case holds it: rounded to float32, computed on in float64."""
+    return np.array(value, dtype=np.float32).astype(np.float64)
+
+
+def _two_layer_loss(x, y, w1, w2) -> float:
+    out = np.tanh(x @ w1) @ w2
+    return float(np.mean((out - y) ** 2))
+
+
+def test_steps_on_one_forward_keep_the_gradient_of_the_forwards_values() -> None:
+    """sgd_tensors_steps_on_one_forward: every backward walks the one forward, so every iteration's
+    gradient is the finite difference at the initial tensors, and the steps add it up."""
+    obs = run_reference(load_case(OPTIMIZER / "sgd_tensors_steps_on_one_forward.yaml")).observations
+    x, y = _f32([[1.0, -0.5], [0.3, 0.8]]), _f32([[0.5], [-0.2]])
+    w1, w2 = _f32([[0.4, -0.6], [0.7, 0.2]]), _f32([[0.9], [-0.3]])
+    g1 = numeric_grad(lambda v: _two_layer_loss(x, y, v, w2), w1)
+    g2 = numeric_grad(lambda v: _two_layer_loss(x, y, w1, v), w2)
+    for i in range(3):
+        np.testing.assert_allclose(obs[f"grad(w1)[{i}]"], g1, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(obs[f"grad(w2)[{i}]"], g2, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(obs["value(w1)"], w1 - 3 * 0.5 * g1, rtol=1e-6)
+
+
+def test_a_second_loss_after_a_step_has_the_gradient_at_the_forwards_parameters() -> None:
+    """stacked_linear_step_between_backwards: loss_b's gradient at the parameters the forward read."""
+    obs = run_reference(load_case(OPTIMIZER / "stacked_linear_step_between_backwards.yaml")).observations
+    x = _f32([[1.0, -2.0], [0.5, 3.0]])
+    w1, b1 = _f32([[0.5, -0.4], [0.3, 0.8], [-0.6, 0.2]]), _f32([0.1, -0.2, 0.05])
+    w2, b2 = _f32([[0.7, -0.5, 0.4]]), _f32([0.1])
+
+    def loss_b(w1_, b1_) -> float:
+        return float(np.mean(np.tanh(x @ w1_.T + b1_) @ w2.T + b2))
+
+    np.testing.assert_allclose(obs["grad(fc1.weight)"], numeric_grad(lambda v: loss_b(v, b1), w1), rtol=1e-6)
+    np.testing.assert_allclose(obs["grad(fc1.bias)"], numeric_grad(lambda v: loss_b(w1, v), b1), rtol=1e-6)
+
+
+def test_a_penalty_reused_across_steps_differentiates_at_the_weight_it_was_computed_from() -> None:
+    """parameter_penalty_reused_across_steps, re-implemented: iteration i's gradient is the fit's at
+    the current weight plus the penalty's at the initial weight (0.2 * w0)."""
+    obs = run_reference(load_case(GRADS / "parameter_penalty_reused_across_steps.yaml")).observations
+    x, y = _f32([[1.0, 2.0], [0.5, -1.0]]), _f32([[0.3], [-0.2]])
+    w, b = _f32([[0.5, -0.4]]), _f32([0.1])
+    w0 = w.copy()
+
+    def fit(w_, b_) -> float:
+        return float(np.mean((x @ w_.T + b_ - y) ** 2))
+
+    for i in range(3):
+        gw = numeric_grad(lambda v: fit(v, b), w) + numeric_grad(lambda v: 0.1 * float(np.sum(v * v)), w0)
+        gb = numeric_grad(lambda v: fit(w, v), b)
+        np.testing.assert_allclose(obs[f"grad(fc.weight)[{i}]"], gw, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(obs[f"grad(fc.bias)[{i}]"], gb, rtol=1e-6, atol=1e-9)
+        w, b = w - 0.5 * gw, b - 0.5 * gb
+    np.testing.assert_allclose(obs["value(fc.weight)"], w, rtol=1e-6)

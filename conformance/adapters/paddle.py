@@ -137,12 +137,16 @@ class PaddleAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
-    def sgd(self, modules: Sequence[str], lr: str) -> str:
-        params = " + ".join(f"list({m}.parameters())" for m in modules)
+    def sgd(self, params: str, lr: str) -> str:
         return f"paddle.optimizer.SGD(learning_rate={lr}, parameters={params})"
 
-    def zero_grad(self, optimizer: str) -> str:
-        return f"{optimizer}.clear_grad()"
+    def zero_grad(self, optimizer: str, set_to: str | None = None) -> str:
+        # Paddle's optimizer clears with clear_grad; its flag says the opposite of torch's
+        # (set_to_zero=True zeroes, False releases), and it zeroes by default.
+        if set_to is None:
+            return f"{optimizer}.clear_grad()"
+        self.require_parameter("paddle.optimizer.Optimizer.clear_grad", "set_to_zero")
+        return f"{optimizer}.clear_grad(set_to_zero={set_to == 'zero'})"
 
     def parameter(self, module_kind: str, module: str, name: str) -> tuple[str, bool]:
         expr, _ = super().parameter(module_kind, module, name)

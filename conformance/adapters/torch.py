@@ -114,9 +114,14 @@ class TorchAdapter(Adapter):
         lines += [f"{out}.{name}_l0 = {self._parameter(value)}" for name, value in params.items()]
         return lines
 
-    def sgd(self, modules: Sequence[str], lr: str) -> str:
-        params = " + ".join(f"list({m}.parameters())" for m in modules)
+    def sgd(self, params: str, lr: str) -> str:
         return f"torch.optim.SGD({params}, lr={lr})"
+
+    def zero_grad(self, optimizer: str, set_to: str | None = None) -> str:
+        if set_to is None:
+            return f"{optimizer}.zero_grad()"
+        self.require_parameter("torch.optim.Optimizer.zero_grad", "set_to_none")
+        return f"{optimizer}.zero_grad(set_to_none={set_to == 'none'})"
 
     def version_counter(self, x: str) -> str:
         return f"{x}._version"

@@ -31,7 +31,7 @@ import numpy as np
 from conformance.case.load import Case, Step
 
 __all__ = ["Machine", "ReferenceFailure", "ReferenceLimit", "ReferenceResult", "Tensor", "Node", "run_reference",
-           "observation_key", "unbroadcast"]
+           "observation_key", "unbroadcast", "held_grad", "zero_grad", "release_grad"]
 
 _ids = itertools.count()
 Vjp = Callable[[np.ndarray], np.ndarray]
@@ -142,6 +142,38 @@ class Module:
 class Optimizer:
     params: list[Tensor]
     lr: float
+
+
+# -- gradients as tensors (docs/reference.md, "Gradients held in a name") -------------------
+
+
+def held_grad(leaf: Tensor) -> Tensor:
+    """``g = leaf.grad``: a tensor on the leaf's gradient storage, not a copy.
+
+    Both frameworks document ``.grad`` as the gradient tensor itself, so a write through
+    ``g`` is a write to the gradient, and backward accumulates into it in place
+    (:meth:`Machine.backward`) while the gradient is not released.
+    """
+    if leaf.grad is None:
+        raise ValueError("the tensor has no gradient to hold (.grad is None): run a backward first")
+    flat = leaf.grad.reshape(-1)  # a view: the held tensor and the leaf's gradient share memory
+    if not np.shares_memory(flat, leaf.grad):
+        raise ValueError("a gradient buffer must be contiguous to be held")  # never: backward makes them
+    return Tensor(Storage(flat), np.arange(flat.size).reshape(leaf.grad.shape))
+
+
+def zero_grad(param: Tensor) -> None:
+    """Zero a gradient in place (torch ``set_to_none=False``, paddle ``set_to_zero=True``):
+    a held gradient reads zeros."""
+    if param.grad is not None:
+        param.grad[...] = 0.0
+
+
+def release_grad(param: Tensor) -> None:
+    """Release a gradient (``.grad`` becomes None); a held gradient keeps the values it had."""
+    param.grad = None
+
+
 
 
 @dataclass
@@ -349,7 +381,10 @@ class Machine:
             if current.leaf is not None:
                 leaf = current.leaf
                 grad = np.asarray(grad, dtype=np.float64).reshape(current.shape)
-                leaf.grad = grad.copy() if leaf.grad is None else leaf.grad + grad
+                if leaf.grad is None:
+                    leaf.grad = grad.copy()
+                else:  # in place: a gradient held in a name (held_grad) sees the sum
+                    leaf.grad += grad
             for parent, vjp in current.parents:
                 contribution = np.asarray(vjp(grad), dtype=np.float64).reshape(parent.shape)
                 grads[parent.id] = grads[parent.id] + contribution if parent.id in grads else contribution

@@ -1,7 +1,11 @@
-"""Modules, losses and optimizers: Linear, an Elman RNN, activation modules, SGD.
+"""Modules, losses and optimizers: Linear, an Elman RNN, activation modules, SGD; and the
+tensors a training loop holds in names: a parameter (``w = fc.weight``) and a gradient
+(``g = w.grad``).
 
 Parameters are given in a neutral layout (a Linear weight is out x in); an
-adapter whose framework stores them otherwise says so when it reads them.
+adapter whose framework stores them otherwise says so when it reads them.  A held
+gradient shares the leaf's gradient storage (``docs/reference.md``, "Gradients held in
+a name").
 """
 
 from __future__ import annotations
@@ -205,10 +209,57 @@ register(Op(
 ))
 
 
+def _optimized(m, names) -> list:
+    """The tensors an optimizer over *names* updates: a module's parameters, or a tensor itself."""
+    from conformance.judge.reference import Tensor
+
+    params = []
+    for name in names:
+        obj = m.get(name)
+        params.extend([obj] if isinstance(obj, Tensor) else obj.params.values())
+    return params
+
+
 def _sgd_reference(m, s) -> None:
     from conformance.judge.reference import Optimizer
 
-    m.bind(s, Optimizer([p for name in s.args for p in m.get(name).params.values()], float(s.fields["lr"])))
+    params = _optimized(m, s.args)
+    if len({id(p) for p in params}) != len(params):  # torch refuses it; what paddle does is not modelled
+        raise ValueError("a tensor appears twice among the optimizer's parameters")
+    m.bind(s, Optimizer(params, float(s.fields["lr"])))
+
+
+def _sgd_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
+    for name in data["args"] if isinstance(data.get("args"), list) else [data.get("args")]:
+        if scope.get(name) != "tensor" and scope.get(name) not in MODULE_KINDS:
+            raise fail(f"sgd optimizes modules and tensors, not {name!r} (bound to: {scope.get(name)})")
+
+
+def _sgd_spell(w, s) -> None:
+    # What both frameworks' users pass: a list of tensors, a module's as list(m.parameters()).
+    parts: list[str] = []
+    tensors: list[str] = []
+    for name in s.args:
+        if name in w.modules:
+            parts += [f"[{', '.join(tensors)}]"] if tensors else []
+            parts.append(f"list({name}.parameters())")
+            tensors = []
+        else:
+            tensors.append(name)
+    parts += [f"[{', '.join(tensors)}]"] if tensors else []
+    w.emit(f"{w.out(s)} = {w.a.sgd(' + '.join(parts), w.literal(s.fields['lr']))}")
+
+
+def _sgd_fuzz(d):
+    """One or two of: a module that has parameters, a leaf tensor that requires grad (what an
+    optimizer takes)."""
+    found = d.names("module", "tensor", where=lambda f: (f.kind in MODULE_KINDS and bool(
+        MODULE_KINDS[f.kind].parameters)) or (f.kind == "tensor" and f.is_leaf and f.requires_grad))
+    if not found:
+        return None
+    first = d.choice(found)
+    rest = [name for name in found if name != first]
+    return {"args": [first] + ([d.choice(rest)] if rest and d.boolean() else []), "lr": 0.5}
 
 
 def _step_reference(m, s) -> None:
@@ -219,15 +270,22 @@ def _step_reference(m, s) -> None:
 
 
 def _zero_grad_reference(m, s) -> None:
+    from conformance.judge.reference import release_grad, zero_grad
+
     for param in m.get(s.args[0]).params:
-        param.grad = None
+        (zero_grad if s.fields["set_to"] == "zero" else release_grad)(param)
+
+
+def _zero_grad_spell(w, s) -> None:
+    set_to = s.fields["set_to"]
+    # The call without arguments is each framework's own default (torch: None, paddle: zeros).
+    w.emit(w.a.zero_grad(s.args[0]) if set_to is None else w.a.zero_grad(s.args[0], set_to))
 
 
 register(Op(
-    "sgd", "An SGD optimizer over the modules' parameters.", args=("*module",), binds="optimizer",
-    stage="setup",
-    fields={"lr": Field("number", required=True)}, run_reference=_sgd_reference,
-    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.sgd(list(s.args), w.literal(s.fields['lr']))}"),
+    "sgd", "An SGD optimizer over modules' parameters and plain tensors.", args=("*any",), binds="optimizer",
+    stage="setup", check=_sgd_check, fuzz=_sgd_fuzz,
+    fields={"lr": Field("number", required=True)}, run_reference=_sgd_reference, run_spell=_sgd_spell,
 ))
 register(Op(
     "step", "optimizer.step().", args=("optimizer",), out="none", stage="outside",
@@ -235,7 +293,69 @@ register(Op(
     run_spell=lambda w, s: w.emit(f"{s.args[0]}.step()"),
 ))
 register(Op(
-    "zero_grad", "optimizer.zero_grad() / clear_grad().", args=("optimizer",), out="none", stage="outside",
-    run_reference=_zero_grad_reference,
-    run_spell=lambda w, s: w.emit(w.a.zero_grad(s.args[0])),
+    "zero_grad", "optimizer.zero_grad() / clear_grad(), with the framework's default or a setting.",
+    args=("optimizer",), out="none", stage="outside",
+    fields={"set_to": Field("choice", choices=("none", "zero"), doc=(
+        "'none': release the gradients (torch set_to_none=True, paddle set_to_zero=False); 'zero': zero "
+        "them in place (torch set_to_none=False, paddle set_to_zero=True); omitted: the call without "
+        "arguments, each framework's own default"))},
+    run_reference=_zero_grad_reference, run_spell=_zero_grad_spell,
+))
+
+
+# -- gradients and parameters as tensors ------------------------------------------------
+
+
+def _grad_reference(m, s) -> None:
+    from conformance.judge.reference import held_grad
+
+    m.bind(s, held_grad(m.tensor(s.args[0])))
+
+
+register(Op(
+    "grad", "out = t.grad: the gradient tensor itself, held in a name (not a copy).", args=("tensor",),
+    stage="outside", run_reference=_grad_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'grad')}"),
+    fuzz="what a held gradient reads after a later zero_grad or backward is framework-defined "
+         "(docs/reference.md), and the fuzzer judges every observation",
+))
+
+_PARAMETERS = tuple(dict.fromkeys(name for kind in MODULE_KINDS.values() for name in kind.parameters))
+
+
+def _parameter_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
+    args = data.get("args")
+    module = args[0] if isinstance(args, list) and args else args
+    kind = scope.get(module)
+    if kind in MODULE_KINDS and data.get("name") not in MODULE_KINDS[kind].parameters:
+        raise fail(f"the {kind} module {module!r} has no parameter {data.get('name')!r}; its parameters: "
+                   f"{list(MODULE_KINDS[kind].parameters)}")
+
+
+def _fuzzed_parameters(kind: str) -> list[str]:
+    """The parameters the fuzzer binds: all but a Linear weight, whose layout differs between
+    frameworks (paddle stores it in x out), so values computed from a name bound to it cannot be
+    compared element-wise with the neutral layout."""
+    names = MODULE_KINDS[kind].parameters if kind in MODULE_KINDS else ()
+    return [name for name in names if (kind, name) != ("linear", "weight")]
+
+
+def _parameter_fuzz(d):
+    module = d.pick("module", where=lambda f: bool(_fuzzed_parameters(f.kind)))
+    return None if module is None else {"args": [module], "name": d.choice(_fuzzed_parameters(d.kind(module)))}
+
+
+def _parameter_spell(w, s) -> None:
+    expr, _ = w.target(f"{s.args[0]}.{s.fields['name']}")
+    w.emit(f"{w.out(s)} = {expr}")
+
+
+register(Op(
+    "parameter", "out = module.<name>: the parameter tensor itself (the same object), as an operand. "
+    "It has the framework's own layout (paddle stores a Linear weight as in x out): observe values "
+    "through module.<name>, which is read in the neutral layout.", args=("module",), stage="setup",
+    fields={"name": Field("choice", required=True, choices=_PARAMETERS)}, check=_parameter_check,
+    fuzz=_parameter_fuzz,
+    run_reference=lambda m, s: m.bind(s, m.get(s.args[0]).params[s.fields["name"]]),
+    run_spell=_parameter_spell,
 ))
