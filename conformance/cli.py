@@ -25,7 +25,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from conformance.case.load import find_case_files, load_cases
 from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, INTERRUPTED, OptionError,
-                                  check_frameworks, check_writable, results_file, seconds)
+                                  check_frameworks, check_modes, check_writable, results_file, seconds)
 
 __all__ = ["main"]
 
@@ -43,6 +43,7 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
     from conformance.adapter import adapter_classes
 
     check_frameworks(args.framework or [], adapter_classes())
+    check_modes(args.mode or [], adapter_classes())
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise OptionError(f"no such path: {', '.join(missing)}")
@@ -56,6 +57,7 @@ def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
     argv += ["--results", args.results] if args.results else []
     argv += [f"--framework={f}" for f in args.framework or []]
     argv += [f"--device={d}" for d in args.device or []]
+    argv += [f"--mode={m}" for m in args.mode or []]
     argv += ["--case-timeout", repr(args.timeout)] if args.timeout is not None else []
     argv += ["-n", args.workers] if args.workers else []
     argv += ["--baselines", args.baselines] if args.baselines else []
@@ -154,8 +156,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     case = matches[0]
     worker = Worker(args.framework)
     try:
-        reply = worker.request({"cmd": "render", "device": args.device, **case.to_message()},
-                               timeout=120)
+        reply = worker.request({"cmd": "render", "device": args.device, "mode": args.mode,
+                                **case.to_message()}, timeout=120)
     finally:
         worker.close()
     if "source" not in reply:
@@ -243,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", help="case files or directories, any name [default: cases]")
     run.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
     run.add_argument("--device", action="append", choices=DEVICES, help="device (repeatable)")
+    run.add_argument("--mode", action="append", metavar="MODE",
+                     help="eager (default), compiled (every compiled mode of each framework), or one by name: "
+                          "compile (torch), to_static, to_static_full_graph (paddle); repeatable")
     run.add_argument("--results", help=f"results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
     run.add_argument("--summary", default=DEFAULT_SUMMARY, help=f"summary table [{DEFAULT_SUMMARY}]")
     run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
@@ -272,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("case")
     show.add_argument("--framework", required=True)
     show.add_argument("--device", default="cpu", choices=DEVICES)
+    show.add_argument("--mode", default="eager", help="eager, or a compiled mode of the framework [eager]")
     show.add_argument("--paths", nargs="*", help="where to look for the case [default: cases]")
     show.set_defaults(func=cmd_show)
 

@@ -30,8 +30,9 @@ from conformance.records.baseline import Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.results import append_record, read_records
 from conformance.report.summary import column_name, render_summary
-from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, OptionError,
-                                  baseline_dir, check_frameworks, check_writable, results_file, seconds)
+from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,
+                                  baseline_dir, check_frameworks, check_modes, check_writable, modes_for,
+                                  results_file, seconds)
 
 _ACTIVE = pytest.StashKey[bool]()
 _ENGINE = pytest.StashKey[Engine]()
@@ -40,7 +41,7 @@ _KEPT = pytest.StashKey[dict]()
 _RUN = pytest.StashKey["RunState"]()
 _BASELINES = pytest.StashKey["Baselines | None"]()
 
-Cell = tuple[str, str, str]  # case id, framework, device: what --resume and the summary key on
+Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
 #: The letter each outcome prints in pytest's progress line (``-q``).
 LETTERS = {"silent-correct": ".", "silent-wrong": "W", "crash": "C", "timeout": "T", "warns": "w",
@@ -63,6 +64,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"device to run on (repeatable; {', '.join(DEVICES)}); default: every one, gpu cells "
                          "are skipped "
                          "with the reason when unavailable [env CONFORMANCE_DEVICES]")
+    group.addoption("--mode", action="append", default=None, metavar="NAME",
+                    help="mode to run in (repeatable): eager, compiled (every compiled mode of each "
+                         "framework), or one by name (compile, to_static, to_static_full_graph); "
+                         "default: eager [env CONFORMANCE_MODES]")
     group.addoption("--results", default=None, metavar="FILE",
                     help=f"JSON-lines results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
     group.addoption("--summary", default=None, metavar="FILE",
@@ -112,6 +117,11 @@ def devices(config: pytest.Config) -> list[str]:
     return chosen or list(DEVICES)
 
 
+def modes(config: pytest.Config) -> list[str]:
+    """The modes asked for (``eager`` by default); ``compiled`` stands for each framework's compiled modes."""
+    return check_modes(_listed(config, "mode", "CONFORMANCE_MODES") or [EAGER], adapter_classes())
+
+
 def case_timeout(config: pytest.Config) -> float:
     raw = config.getoption("case_timeout")
     return DEFAULT_TIMEOUT if raw is None else seconds("--case-timeout", raw)
@@ -150,7 +160,7 @@ def _as_dict(record: Any) -> dict[str, Any]:
 
 
 def _cell(record: Mapping[str, Any]) -> Cell:
-    return record["case"], record["framework"], record["device"]
+    return record["case"], record["framework"], record["device"], record.get("mode", EAGER)
 
 
 # -- the start of a run: options, outputs, what a resumed run keeps ---------------------------------
@@ -198,9 +208,11 @@ def _drop_torn_tail(path: Path) -> None:
 def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
     """The cells a results file already holds (the latest record of each), for --resume."""
     kept: dict[Cell, dict[str, Any]] = {}
-    if not path.exists():
-        return kept
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(keepends=True), 1):
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError(f"cannot resume from {path}: {exc}") from None
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
         if not line.strip() or not line.endswith("\n"):
             continue  # a torn last line: the controller cuts it, the cell runs again
         try:
@@ -226,7 +238,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         cls = classes.get(name)
         version = installed_version(cls) if cls and is_installed(cls) else None
         parts.append(f"{name} {version}" if version else f"{name} (not installed)")
-    return [f"conformance: frameworks: {', '.join(parts)}; devices: {', '.join(devices(config))}",
+    return [f"conformance: frameworks: {', '.join(parts)}; devices: {', '.join(devices(config))}; "
+            f"modes: {', '.join(modes(config))}",
             f"conformance: results: {results_path(config)}" + (" (resumed)" if config.getoption("resume") else "")]
 
 
@@ -240,7 +253,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """A cell that passed is counted under its outcome (``3 raises``), not as ``passed``."""
-    if report.when != "call" or not report.passed:
+    if report.when != "call" or not report.passed or not config.stash.get(_ACTIVE, False):
         return None
     outcome = dict(report.user_properties).get("outcome")
     if not isinstance(outcome, str):
@@ -262,7 +275,8 @@ class RunState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         properties = dict(report.user_properties)
         if "outcome" in properties:
-            self.cells[(properties["case"], properties["framework"], properties["device"])] = properties["outcome"]
+            self.cells[(properties["case"], properties["framework"], properties["device"],
+                        properties["mode"])] = properties["outcome"]
         if report.when == "call" and properties.get("finding"):
             self.findings.append(properties["finding"])
 
@@ -397,10 +411,14 @@ class CaseFile(pytest.File):
                 case.path, case.line, f"duplicate case id {case.id!r}, first defined in {seen[case.id]}"))
             return
         seen[case.id] = case.path
+        classes = adapter_classes()
         for framework in frameworks(self.config):
+            framework_modes = getattr(classes.get(framework), "modes", {})
             for device in devices(self.config):
-                yield CaseItem.from_parent(self, name=f"{case.id}[{framework}-{device}]", case=case,
-                                           framework=framework, device=device)
+                for mode in modes_for(modes(self.config), framework_modes):
+                    label = "-".join([framework, device] + ([mode] if mode != EAGER else []))
+                    yield CaseItem.from_parent(self, name=f"{case.id}[{label}]", case=case,
+                                               framework=framework, device=device, mode=mode)
 
 
 class InvalidCase(pytest.Item):
@@ -429,11 +447,12 @@ class HarnessError(Exception):
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Case, framework: str, device: str, **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, framework: str, device: str, mode: str = EAGER, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.framework = framework
         self.device = device
+        self.mode = mode
         self.record: dict[str, Any] | None = None
 
     def _engine(self) -> Engine:
@@ -443,17 +462,17 @@ class CaseItem(pytest.Item):
 
     def _kept(self) -> dict[str, Any] | None:
         """This cell's record from the results file, when --resume keeps it."""
-        return self.config.stash.get(_KEPT, {}).get((self.case.id, self.framework, self.device))
+        return self.config.stash.get(_KEPT, {}).get((self.case.id, self.framework, self.device, self.mode))
 
     def setup(self) -> None:
         record = self._kept()
         if record is None:
-            record = _as_dict(self._engine().run_cell(self.case, self.framework, self.device))
+            record = _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode))
             append_record(results_path(self.config), record)
         self.record = record
         outcome = record["outcome"]
         self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),
-                                 ("device", self.device)]
+                                 ("device", self.device), ("mode", self.mode)]
         if outcome in _DANGEROUS or (outcome == "warns" and record["details"].get("correct") is False):
             self.user_properties.append(("finding", describe(record)))
         if outcome == "error":
@@ -478,5 +497,5 @@ class CaseItem(pytest.Item):
         return self._repr_failure_py(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.case.line - 1, f"{self.case.id} [{self.framework}-{self.device}]"
+        return self.path, self.case.line - 1, f"{self.case.id} [{self.name.split('[', 1)[1]}"
 

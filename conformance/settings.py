@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 __all__ = ["DEVICES", "DEFAULT_RESULTS", "DEFAULT_SUMMARY", "DEFAULT_BASELINES", "INTERRUPTED", "BAD_INPUT",
            "OptionError", "seconds", "check_frameworks", "check_writable", "results_file", "baseline_dir"]
@@ -38,6 +38,31 @@ def seconds(option: str, raw: str | float) -> float:
     if not (math.isfinite(value) and value > 0):
         raise OptionError(f"{option}: not a positive, finite number of seconds: {str(raw)!r}")
     return value
+
+
+EAGER = "eager"
+#: Every compiled mode of each framework (``docs/modes.md``).
+COMPILED = "compiled"
+
+
+def modes_for(chosen: Iterable[str], framework_modes: Iterable[str]) -> list[str]:
+    """The modes a framework runs: ``eager``, its own compiled modes named, or all of them for ``compiled``."""
+    available = list(framework_modes)
+    out: list[str] = []
+    for mode in chosen:
+        wanted = available if mode == COMPILED else [mode] if mode == EAGER or mode in available else []
+        out += [m for m in wanted if m not in out]
+    return out
+
+
+def check_modes(chosen: Iterable[str], adapters: Mapping[str, Any]) -> list[str]:
+    """The chosen modes, each one eager, ``compiled`` or some adapter's; else a one-line error."""
+    known = {EAGER, COMPILED} | {m for cls in adapters.values() for m in getattr(cls, "modes", {})}
+    chosen = list(dict.fromkeys(chosen))
+    for mode in chosen:
+        if mode not in known:
+            raise OptionError(f"unknown mode {mode!r}; choose from {', '.join(sorted(known))}")
+    return chosen
 
 
 def check_frameworks(chosen: Iterable[str], known: Iterable[str]) -> list[str]:

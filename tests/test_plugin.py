@@ -12,7 +12,7 @@ import pytest
 from conformance.records.results import read_records
 
 from .conftest import INSTALLED, SEED
-from .runs import FRAMEWORK, QUICK, WRONG, closing_line, run_cli, run_pytest, write_case
+from .runs import FRAMEWORK, QUICK, WRONG, closing_line, run_cli, write_case
 
 pytestmark = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 
@@ -57,7 +57,7 @@ def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, pr
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml",
                                            "cases/seed/leaf_sin_inplace.yaml", "--framework", FRAMEWORK,
                                            "--device", "cpu", "--device", "gpu", "--results", str(results))
-    result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu"])
+    result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu; modes: eager"])
     records = list(read_records([results]))
     assert len(records) == 4
     assert {r["device"] for r in records} == {"cpu", "gpu"}
@@ -100,7 +100,7 @@ def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> Non
     pytester.makeconftest("""
         import conformance.engine
 
-        def run_cell(self, case, framework, device):
+        def run_cell(self, case, framework, device, mode="eager"):
             return {"case": case.id, "case_file": case.path, "topic": case.topic, "title": case.title,
                     "framework": framework, "framework_version": "1.0", "device": device,
                     "outcome": "error", "details": {"message": "the harness broke"}, "timings": {},
@@ -173,7 +173,7 @@ def test_an_unrelated_project_is_left_alone(pytester) -> None:
     """Installed in an environment, the plugin collects nothing and writes nothing unless asked."""
     write_case(pytester.path / "cases", QUICK, "looks_like_a_case")
     (pytester.path / "config.yaml").write_text("key: value\n")
-    pytester.makepyfile(test_unrelated="def test_one():\n    assert True\n")
+    pytester.makepyfile(test_unrelated="def test_one(record_property):\n    record_property('outcome', 'raises')\n")
     result = pytester.runpytest_subprocess()
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"passed": 1}
@@ -231,3 +231,23 @@ def test_an_unwritable_results_path_is_one_error_line(pytester, project) -> None
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output and "Traceback" not in output
     assert f"cannot write {project / 'taken'}: Is a directory" in output
+
+
+def test_modes_make_one_column_each_and_compiled_names_every_compiled_mode(pytester, project) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml", "--device",
+                                           "cpu", "--framework", FRAMEWORK, "--mode", "eager", "--mode", "compiled",
+                                           "--collect-only", "-q")
+    from conformance.adapter import adapter_classes
+
+    compiled = list(adapter_classes()[FRAMEWORK].modes)
+    names = [line for line in result.stdout.lines if "clone_then_requires_grad[" in line]
+    assert len(names) == 1 + len(compiled), names
+    assert any(f"[{FRAMEWORK}-cpu]" in n for n in names)
+    for mode in compiled:
+        assert any(f"[{FRAMEWORK}-cpu-{mode}]" in n for n in names)
+
+
+def test_an_unknown_mode_is_a_one_line_usage_error(pytester, project) -> None:
+    result = pytester.runpytest_subprocess("--conformance", "cases", "--mode", "jit")
+    assert result.ret != 0
+    assert "unknown mode 'jit'" in result.stderr.str() + result.stdout.str()
