@@ -215,11 +215,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from conformance.report.diff import BadInput, compare, exit_status, load_side, render_markdown, render_text
+    from conformance.report.diff import (BadInput, compare, exit_status, load_side, render_markdown, render_text,
+                                         split_modes)
     from conformance.report.output import OutputError, check_writable, write_text
 
     try:
-        comparison = compare(load_side(args.old), load_side(args.new))
+        if args.modes:
+            if args.new is not None:
+                raise BadInput("--modes compares the eager and compiled columns of ONE results file")
+            comparison = compare(*split_modes(load_side(args.old)))
+        elif args.new is None:
+            raise BadInput("diff needs two files (or one file with --modes)")
+        else:
+            comparison = compare(load_side(args.old), load_side(args.new))
         if args.markdown:
             check_writable(args.markdown)  # before printing, so a failed run prints only the error
     except (BadInput, OutputError) as exc:
@@ -293,7 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff = sub.add_parser("diff", help="list every cell whose outcome changed between two files")
     diff.add_argument("old", help="results (.jsonl) or baseline (.json) file")
-    diff.add_argument("new", help="results (.jsonl) or baseline (.json) file")
+    diff.add_argument("new", nargs="?", help="results (.jsonl) or baseline (.json) file")
+    diff.add_argument("--modes", action="store_true",
+                      help="the eager -> compiled view of one results file: each compiled column against the "
+                           "eager column of the same framework, version and device")
     diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
     diff.set_defaults(func=cmd_diff)
     return parser

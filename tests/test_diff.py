@@ -332,3 +332,29 @@ def test_summarised_arrays_diff_like_any_record(tmp_path: Path, capsys) -> None:
     assert '"summary": true' in new.read_text()
     assert main(["diff", str(old), str(new)]) == 1
     assert "  big [cpu]  silent-correct -> silent-wrong  max relative error 2" in capsys.readouterr().out
+
+
+def in_mode(mode: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    return dict(record(*args, **kwargs), mode=mode)
+
+
+def test_the_eager_to_compiled_view_pairs_each_compiled_mode_with_eager(tmp_path: Path, capsys) -> None:
+    both = write(tmp_path / "both.jsonl", [
+        in_mode("eager", "a", "raises", "paddle", "3.3.1", **raised()),
+        in_mode("to_static", "a", "silent-wrong", "paddle", "3.3.1"),
+        in_mode("to_static_full_graph", "a", "raises", "paddle", "3.3.1", **raised()),
+        in_mode("eager", "a", "raises", "torch", "2.13.0", **raised()),
+        in_mode("compile", "a", "raises", "torch", "2.13.0", **raised(phase="compilation")),
+    ])
+    assert main(["diff", "--modes", str(both)]) == 1
+    out = capsys.readouterr().out
+    assert "(eager -> to_static view)" in out and "(eager -> compile view)" in out
+    assert "(eager -> to_static_full_graph view)" in out
+    assert re.search(r"a \[cpu to_static\]\s+raises -> silent-wrong", out)
+    assert re.search(r"a \[cpu compile\]\s+raises -> raises", out)  # a change of phase only
+
+
+def test_the_eager_to_compiled_view_needs_both_kinds_of_column(tmp_path: Path, capsys) -> None:
+    eager_only = write(tmp_path / "eager.jsonl", [record("a", "raises", **raised())])
+    assert main(["diff", "--modes", str(eager_only)]) == 2
+    assert "needs eager and compiled columns" in capsys.readouterr().err

@@ -135,15 +135,46 @@ def pair_columns(old: Side, new: Side) -> tuple[list[tuple[Column, Column]], lis
     def same_axis(a: Column, b: Column) -> bool:
         return (a.device, a.mode) == (b.device, b.mode)
 
-    for rule in (lambda a, b: a == b, lambda a, b: a.framework == b.framework and same_axis(a, b), same_axis):
-        for candidate in list(left_old):
-            matches = [c for c in left_new if rule(candidate, c)]
-            rivals = [c for c in left_old if matches and rule(c, matches[0])]
-            if len(matches) == 1 and len(rivals) == 1:
-                pairs.append((candidate, matches[0]))
-                left_old.remove(candidate)
-                left_new.remove(matches[0])
+    for rule in (lambda a, b: a == b, lambda a, b: a.framework == b.framework and same_axis(a, b)):
+        _pair_by(rule, left_old, left_new, pairs)
+    _pair_modes(left_old, left_new, pairs)
+    _pair_by(same_axis, left_old, left_new, pairs)
     return sorted(pairs, key=lambda p: p[1]), left_old, left_new
+
+
+def _pair_by(rule: Any, left_old: list[Column], left_new: list[Column], pairs: list[tuple[Column, Column]]) -> None:
+    """Pair each column with the one column the rule matches, when neither has a rival."""
+    for candidate in list(left_old):
+        matches = [c for c in left_new if rule(candidate, c)]
+        rivals = [c for c in left_old if matches and rule(c, matches[0])]
+        if len(matches) == 1 and len(rivals) == 1:
+            pairs.append((candidate, matches[0]))
+            left_old.remove(candidate)
+            left_new.remove(matches[0])
+
+
+def _pair_modes(left_old: list[Column], left_new: list[Column], pairs: list[tuple[Column, Column]]) -> None:
+    """The eager -> compiled view: an eager column against each compiled mode of the same build."""
+    used = set()
+    for new in list(left_new):
+        eager = [old for old in left_old if old.mode == EAGER != new.mode
+                 and (old.framework, old.version, old.device) == (new.framework, new.version, new.device)]
+        if len(eager) == 1:
+            pairs.append((eager[0], new))
+            left_new.remove(new)
+            used.add(eager[0])
+    for old in used:
+        left_old.remove(old)
+
+
+def split_modes(side: Side) -> tuple[Side, Side]:
+    """One results file as two sides: its eager columns, and its compiled ones."""
+    eager = {c: cells for c, cells in side.columns.items() if c.mode == EAGER}
+    compiled = {c: cells for c, cells in side.columns.items() if c.mode != EAGER}
+    if not eager or not compiled:
+        raise BadInput(f"{side.path}: the eager -> compiled view needs eager and compiled columns; "
+                       f"it has {_columns(side)}")
+    return Side(side.path, side.kind, eager), Side(side.path, side.kind, compiled)
 
 
 def severity(old: Cell, new: Cell) -> int | None:
@@ -227,6 +258,8 @@ def _columns(side: Side) -> str:
 
 def _view(pair: tuple[Column, Column]) -> str:
     old, new = pair
+    if old.mode != new.mode:
+        return f"{old.mode} -> {new.mode} view"
     if old.framework != new.framework:
         return "porting view"
     return "upgrade view" if old.version != new.version else "same version"
