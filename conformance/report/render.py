@@ -184,8 +184,9 @@ def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) 
     return lines
 
 
-def _matrix_table(matrix: _Matrix) -> list[str]:
-    columns = matrix.columns
+def _matrix_table(matrix: _Matrix, columns: Sequence[Column] | None = None, heading: str = "## Matrix",
+                  intro: str = "") -> list[str]:
+    columns = [c for c in matrix.columns if c.mode == EAGER] if columns is None else list(columns)
     rows: list[list[str]] = []
     topic = None
     for case in matrix.cases:
@@ -193,7 +194,10 @@ def _matrix_table(matrix: _Matrix) -> list[str]:
             topic = matrix.topic[case]
             rows.append([f"**{text(topic or 'no topic')}**"] + [""] * len(columns))
         cells = [matrix.get(case, c) for c in columns]
-        rows.append([f"[{code(case)}](#{_anchor(case)})"] + [_cell_badge(r) if r else "" for r in cells])
+        name = f"[{code(case)}](#{_anchor(case)})"
+        if intro and _depends_on_mode(cells):
+            name = f"**{name}**"
+        rows.append([name] + [_cell_badge(r) if r else "" for r in cells])
     counts: dict[Column, dict[str, int]] = {c: {} for c in columns}
     for column in columns:
         for case in matrix.cases:
@@ -205,17 +209,40 @@ def _matrix_table(matrix: _Matrix) -> list[str]:
     rows.append(["**counts**"] + [""] * len(columns))
     rows += [[badge(o)] + [str(counts[c].get(o, 0)) for c in columns] for o in present]
     rows.append(["total"] + [str(sum(counts[c].values())) for c in columns])
-    lines = ["## Matrix", ""]
+    lines = [heading, ""] + ([intro, ""] if intro else [])
     if columns:
         lines += table(["case"] + [c.label for c in columns], rows)
     else:
         lines.append("No column has a cell that ran.")
     if matrix.skipped:
         lines.append("")
-    for column, reasons in sorted(matrix.skipped.items()):
+    for column, reasons in sorted((c, r) for c, r in matrix.skipped.items() if (c.mode == EAGER) != bool(intro)):
         lines.append(f"- {SYMBOLS['skipped']} {column.label}: every cell skipped: "
                      + "; ".join(text(r) for r in reasons))
     return lines + [""]
+
+
+def _depends_on_mode(cells: Sequence[Record | None]) -> bool:
+    """Whether one build gives this case different outcomes in different modes."""
+    by_build: dict[tuple[str, str, str], set] = {}
+    for r in cells:
+        if r is not None:
+            by_build.setdefault((r.framework, r.framework_version, r.device), set()).add((r.outcome, r.correct))
+    return any(len(outcomes) > 1 for outcomes in by_build.values())
+
+
+def _compiled_table(matrix: _Matrix) -> list[str]:
+    """Each build that ran compiled: its eager column, then its compiled modes (``docs/modes.md``)."""
+    compiled = [c for c in matrix.columns if c.mode != EAGER]
+    if not compiled:
+        return []
+    columns: list[Column] = []
+    for build in dict.fromkeys((c.framework, c.version, c.device) for c in compiled):
+        columns += [c for c in matrix.columns if (c.framework, c.version, c.device) == build
+                    and c.mode == EAGER] + [c for c in compiled if (c.framework, c.version, c.device) == build]
+    return _matrix_table(matrix, columns, "## Compiled modes", intro=(
+        "The same cases compiled (torch.compile; paddle.jit.to_static, with and without full_graph), beside "
+        "the eager column of the same build; a case in bold has an outcome that depends on the mode."))
 
 
 def _anchor(case: str) -> str:
@@ -298,6 +325,6 @@ def render_report(records: Iterable[Record], sources: Sequence[Source], *,
     *link_base* is the report's directory, for relative links to case files.
     """
     matrix = _Matrix(records)
-    lines = _header(sources, plot, plot_note) + _matrix_table(matrix) + _by_version(matrix)
+    lines = _header(sources, plot, plot_note) + _matrix_table(matrix) + _compiled_table(matrix) + _by_version(matrix)
     lines += _details(matrix, attributions or {}, link_base)
     return "\n".join(lines).rstrip("\n") + "\n"
