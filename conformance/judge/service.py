@@ -53,6 +53,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    from conformance.workers.pool import bind_to_parent, parent_lines  # the workers' lifecycle contract
+
+    bind_to_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # stray prints never reach the protocol
     try:
@@ -60,7 +63,7 @@ def main() -> int:
     except (ValueError, OSError):  # a platform without the limit: time still bounds it
         pass
     protocol.write(json.dumps({"service": "reference", "pid": os.getpid()}) + "\n")
-    for line in sys.stdin:
+    for line in parent_lines(sys.stdin.buffer):
         try:
             reply = answer(json.loads(line))
         except MemoryError:
