@@ -163,9 +163,11 @@ def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
                 f"{adapter.name} {adapter.version} does not have: a fault of the {adapter.name} adapter"}
     run = _Run(adapter)
     adapter.before_case(mode)
-    namespace: dict[str, Any] = {"_step": run.mark, "_observe": run.observe}
-    reply: dict[str, Any] = {"status": "completed"}
     filename = _source_file(case.id, program.source)
+    # The program runs as a user's script does: as __main__, from its file.
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": filename, "__builtins__": __builtins__,
+                                 "_step": run.mark, "_observe": run.observe}
+    reply: dict[str, Any] = {"status": "completed"}
     started = time.perf_counter()
     with _CapturedOutput() as output, warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
