@@ -5,8 +5,9 @@
 With ``--modes`` it takes every cell whose outcome differs between eager and a
 compiled mode of the same build, and runs both reproducers (``conformance show
 CASE --framework F --mode M``); otherwise every cell given.  A reproducer
-confirms a ``raises`` cell when it ends with that exception type, and any other
-outcome when it runs to the end.  Prints one markdown row per reproducer.
+confirms a cell whose program raised (``raises``, or ``silent-wrong`` after a wrong
+observation) when it raises that exception type, and any other cell when it runs to
+the end.  Prints one markdown row per reproducer.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                 exception = (record.details.get("exception") or {}).get("type", "")
                 short = exception.rsplit(".", 1)[-1]
                 raised = re.search(rf"(^|[\s.]){re.escape(short)}:", stderr, re.MULTILINE) if short else None
-                ok = bool(not ran and raised) if record.outcome == "raises" else ran
+                # a cell whose program raised (after a wrong observation, too) must raise it again
+                ok = bool(not ran and raised) if exception else ran
                 got = "ran to the end" if ran else (f"raised {short}" if raised else _last_line(stderr))
             confirmed += ok
             print(f"| `{record.case}` | {record.framework} {record.framework_version} | {record.mode} | "
