@@ -307,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "eager column of the same framework, version and device")
     diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
     diff.set_defaults(func=cmd_diff)
+
+    from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
+    add_fuzz(sub)
     return parser
 
 
