@@ -1,0 +1,340 @@
+"""``conformance fuzz``: draw programs, run them on every framework and the reference, shrink and write findings.
+
+Exit statuses: 0 the run finished (findings are not failures); 1 a harness error or a generator bug
+was met (each is listed); 2 a usage error; 130 interrupted (what was found so far is still reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
+from conformance.fuzz.verdict import ERROR, FINDING, REFERENCE, Verdict
+
+if TYPE_CHECKING:  # the command line imports this module; hypothesis is imported only when fuzzing
+    from conformance.fuzz.generate import Program
+    from conformance.fuzz.run import Tried
+
+__all__ = ["add_command", "cmd_fuzz", "Report", "fuzz"]
+
+#: Findings of one signature that are shrunk (the smallest programs first): more finds the same bug again.
+SHRINK_PER_SIGNATURE = 1
+PROGRESS_SECONDS = 2.0
+
+
+def add_command(sub: Any) -> None:
+    """Register ``fuzz`` on the ``conformance`` command's subparsers."""
+    from conformance.settings import DEVICES
+
+    parser = sub.add_parser("fuzz", help="generate programs from the op table and report where a framework "
+                                         "(or the reference) is wrong",
+                            description=__doc__.split("\n\n", 1)[0], epilog=__doc__.split("\n\n", 1)[1],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=_positive, default=1000, help="programs to run [%(default)s]")
+    parser.add_argument("--seed", type=int, default=0, help="the same seed and budget run the same programs "
+                                                            "[%(default)s]")
+    parser.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="[%(default)s]")
+    parser.add_argument("--batch", type=_positive, default=BATCH, help="programs per batch [%(default)s]")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds a program may run before its worker is killed [%(default)s]")
+    parser.add_argument("--out", default=str(FOUND_FOLDER), help="where new findings are written [%(default)s]")
+    parser.add_argument("--cases", action="append",
+                        help="case folders whose programs count as known (repeatable) [default: cases]")
+    parser.add_argument("--no-write", action="store_true", help="report findings without writing cases")
+    parser.add_argument("--report", help="also write the whole report as JSON to this file")
+    parser.add_argument("--list-ops", action="store_true",
+                        help="list the ops and observations fuzzed, and those left out with the reason")
+    parser.set_defaults(func=cmd_fuzz)
+
+
+def _positive(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {raw!r}")
+    return value
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """The programs of one signature: how many, and the smallest ones (to shrink)."""
+
+    signature: tuple
+    kind: str
+    count: int = 0
+    smallest: list[Tried] = field(default_factory=list)
+
+    def add(self, tried: Tried) -> None:
+        self.count += 1
+        self.smallest.append(tried)
+        self.smallest.sort(key=lambda t: (t.drawn.program.size(), t.drawn.number))
+        del self.smallest[SHRINK_PER_SIGNATURE:]
+
+
+@dataclass
+class Result:
+    """One shrunk program: what it is and what became of it."""
+
+    kind: str
+    signature: tuple
+    count: int
+    number: int
+    program: Program
+    verdict: Verdict
+    status: str = ""  # new (written), known (the case id), duplicate, reported
+    path: str | None = None
+    reproduces: bool | None = None
+    evaluations: int = 0
+
+
+@dataclass
+class Report:
+    seed: int
+    budget: int
+    frameworks: list[str]
+    versions: dict[str, str] = field(default_factory=dict)
+    ran: int = 0
+    seconds: float = 0.0
+    run_seconds: float = 0.0
+    shrink_seconds: float = 0.0
+    busy: dict[str, float] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    results: list[Result] = field(default_factory=list)
+    generator_bugs: list[str] = field(default_factory=list)
+    excluded: dict[str, str] = field(default_factory=dict)
+    rejected: int = 0
+    interrupted: bool = False
+
+    @property
+    def per_second(self) -> float:
+        return self.ran / self.run_seconds if self.run_seconds else 0.0
+
+    def of(self, kind: str) -> list[Result]:
+        return [r for r in self.results if r.kind == kind]
+
+
+def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", batch: int = BATCH,
+         timeout: float = DEFAULT_TIMEOUT, out: Path | None = FOUND_FOLDER, known_paths: list[str] | None = None,
+         progress: Callable[[str], None] | None = None) -> Report:
+    """Run the fuzzer; write new findings under *out* (None: write nothing); return the report."""
+    from conformance.fuzz.generate import Source
+    from conformance.fuzz.run import Runner, campaign
+    from conformance.fuzz.shrink import shrink
+    from conformance.fuzz.write import KnownCases, canonical, write_case
+
+    say = progress or (lambda line: None)
+    report = Report(seed, budget, list(frameworks))
+    groups: dict[tuple, Group] = {}
+    started = time.perf_counter()
+    source = Source(seed)
+    with Runner(frameworks, device, timeout) as runner:
+        report.versions = dict(runner.versions)
+        say(f"fuzzing {', '.join(f'{n} {v}' for n, v in runner.versions.items())} on {device}: budget {budget}, "
+            f"seed {seed}")
+        run_started = time.perf_counter()
+        last = run_started
+        try:
+            for tried_batch in campaign(source, runner, budget, seed, batch):
+                for tried in tried_batch:
+                    report.ran += 1
+                    for outcome in tried.verdict.outcomes().values():
+                        report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
+                    if tried.verdict.kind:
+                        key = tried.verdict.signature
+                        groups.setdefault(key, Group(key, tried.verdict.kind)).add(tried)
+                now = time.perf_counter()
+                if now - last >= PROGRESS_SECONDS or report.ran == budget:
+                    last = now
+                    say(_progress(report, groups, now - run_started))
+        except KeyboardInterrupt:
+            report.interrupted = True
+            say("interrupted: shrinking and reporting what was found so far")
+        report.run_seconds = time.perf_counter() - run_started
+        report.busy = {name: round(seconds, 3) for name, seconds in runner.busy.items()}
+        report.generator_bugs = [str(bug) for bug in source.bugs]
+        report.excluded = dict(source.excluded)
+        report.rejected = source.rejected
+
+        shrink_started = time.perf_counter()
+        evaluated = [0]
+
+        def evaluate(program: Program) -> Verdict:
+            evaluated[0] += 1
+            return runner.run([program.case(f"fuzz_shrink_{evaluated[0]}")])[0]
+
+        known = KnownCases(known_paths or ["cases"] + ([str(out)] if out else []))
+        seen: dict[str, Result] = {}
+        order = {FINDING: 0, REFERENCE: 1, ERROR: 2}
+        for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
+            for tried in group.smallest:
+                say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
+                    f"{tried.drawn.program.size()} steps)")
+                shrunk = shrink(tried.drawn.buffer, tried.drawn.ops, group.signature, evaluate, random_seed=seed)
+                program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
+                                                                                    tried.verdict)
+                result = Result(group.kind, group.signature, group.count, tried.drawn.number, program, verdict,
+                                evaluations=shrunk.evaluations if shrunk else 0)
+                report.results.append(result)
+                text = json.dumps([program.dtype, canonical(program.steps)[0]])
+                if text in seen:
+                    result.status = f"duplicate of program {seen[text].number}"
+                    continue
+                seen[text] = result
+                if group.kind != FINDING:
+                    result.status = "reported"
+                    continue
+                known_id = known.has(program.steps)
+                if known_id:
+                    result.status = f"known: {known_id}"
+                elif out is None:
+                    result.status = "new (not written)"
+                else:
+                    case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
+                                      versions=runner.versions)
+                    known.add(case.id, case.raw["steps"])
+                    result.status, result.path = "new", case.path
+                    again = runner.run([case])[0]  # the written file, through the same path as the suite
+                    result.reproduces = again.signature == verdict.signature
+        report.shrink_seconds = time.perf_counter() - shrink_started
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _signature_text(signature: tuple) -> str:
+    kind, *cells = signature
+    return f"{kind or 'nothing'}: " + ", ".join(" ".join(str(part) for part in cell if part) for cell in cells)
+
+
+def _progress(report: Report, groups: dict[tuple, Group], seconds: float) -> str:
+    count = {kind: sum(g.count for g in groups.values() if g.kind == kind) for kind in (FINDING, REFERENCE, ERROR)}
+    signatures = sum(1 for g in groups.values() if g.kind == FINDING)
+    return (f"[{report.ran:>6}/{report.budget}] {seconds:7.1f} s  {report.ran / max(seconds, 1e-9):6.1f} programs/s  "
+            f"findings {count[FINDING]} ({signatures} signatures)  suspected reference bugs {count[REFERENCE]}  "
+            f"harness errors {count[ERROR]}")
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from conformance.adapter import adapter_classes, is_installed
+    from conformance.settings import OptionError, check_frameworks
+
+    if args.list_ops:
+        _list_ops(sys.stdout)
+        return 0
+    classes = adapter_classes()
+    try:
+        chosen = check_frameworks(args.framework or [], classes)
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    frameworks = chosen or [name for name, cls in classes.items() if is_installed(cls)]
+    missing = [name for name in frameworks if not is_installed(classes[name])]
+    if missing or not frameworks:
+        print(f"error: not installed: {', '.join(missing) or 'any framework'}", file=sys.stderr)
+        return 2
+    out = None if args.no_write else Path(args.out)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    report = fuzz(seed=args.seed, budget=args.budget, frameworks=sorted(frameworks), device=args.device,
+                  batch=args.batch, timeout=args.timeout, out=out, known_paths=args.cases, progress=say)
+    print(render(report), end="", flush=True)
+    if args.report:
+        Path(args.report).write_text(json.dumps(report_json(report), indent=1, default=str), encoding="utf-8")
+    if report.interrupted:
+        return 130
+    return 1 if report.of(ERROR) or report.generator_bugs else 0
+
+
+def render(report: Report) -> str:
+    """The closing report: throughput, and every finding, suspected reference bug and harness error."""
+    from conformance.fuzz.write import case_text
+
+    lines = ["", f"seed {report.seed}, budget {report.budget}: {report.ran} programs in {report.run_seconds:.1f} s "
+             f"({report.per_second:.1f} programs/s; shrinking {report.shrink_seconds:.1f} s; total "
+             f"{report.seconds:.1f} s)"]
+    for name, busy in report.busy.items():
+        rate = report.ran / busy if busy else 0.0
+        lines.append(f"  {name}: {busy:.1f} s busy, {rate:.1f} programs/s")
+    lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
+    findings, suspects, errors = report.of(FINDING), report.of(REFERENCE), report.of(ERROR)
+    new = [r for r in findings if r.status.startswith("new")]
+    known = [r for r in findings if r.status.startswith("known")]
+    lines.append(f"found: {len(new)} new, {len(known)} already known, {len(suspects)} suspected reference bug(s), "
+                 f"{len(errors)} harness error(s)")
+    for title, results in (("findings", findings), ("suspected reference bugs (not written)", suspects),
+                           ("harness errors", errors)):
+        if not results:
+            continue
+        lines += ["", f"{title}:"]
+        for r in results:
+            where = f" -> {r.path}" + ("" if r.reproduces is None else
+                                       " (reproduces)" if r.reproduces else " (DOES NOT REPRODUCE)") if r.path else ""
+            lines.append(f"- {_signature_text(r.signature)}  [{r.count} program(s); {r.status}{where}]")
+            lines.append(f"  {r.verdict.reason}")
+            if not r.path:
+                body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
+                                 number=r.number, versions=report.versions).split("steps:\n", 1)[1]
+                lines += ["  " + line for line in body.rstrip().splitlines()]
+            if r.kind == REFERENCE:
+                lines += ["  " + line for line in _values(r.verdict)]
+    if report.excluded:
+        lines += ["", "ops left out during this run (they need a fuzz rule):"]
+        lines += [f"- {name}: {reason}" for name, reason in sorted(report.excluded.items())]
+    if report.generator_bugs:
+        lines += ["", f"generator bugs: {len(report.generator_bugs)} (first: {report.generator_bugs[0][:300]})"]
+    return "\n".join(lines) + "\n"
+
+
+def _values(verdict: Verdict) -> list[str]:
+    lines = []
+    for name, cell in sorted(verdict.cells.items()):
+        for key, observation in cell.wrong_observations().items():
+            lines.append(f"{name} {key}: {observation.get('value')} (reference {observation.get('reference')})")
+    return lines
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    return {
+        "seed": report.seed, "budget": report.budget, "versions": report.versions, "ran": report.ran,
+        "seconds": report.seconds, "run_seconds": report.run_seconds, "shrink_seconds": report.shrink_seconds,
+        "programs_per_second": report.per_second, "busy_seconds": report.busy, "outcomes": report.outcomes,
+        "excluded_ops": report.excluded, "generator_bugs": report.generator_bugs, "rejected_inputs": report.rejected,
+        "interrupted": report.interrupted,
+        "results": [{"kind": r.kind, "signature": r.signature, "programs": r.count, "program_number": r.number,
+                     "status": r.status, "path": r.path, "reproduces": r.reproduces, "reason": r.verdict.reason,
+                     "evaluations": r.evaluations, "outcomes": r.verdict.outcomes(), "dtype": r.program.dtype,
+                     "steps": list(r.program.steps)} for r in report.results],
+    }
+
+
+def _list_ops(stream: TextIO) -> None:
+    from conformance.fuzz.generate import fuzzable_observations, fuzzable_ops
+
+    fuzzed, left_out = fuzzable_ops()
+    drawn, not_drawn = fuzzable_observations()
+    print(f"ops fuzzed ({len(fuzzed)}):", file=stream)
+    for name, op in fuzzed.items():
+        how = "its own fuzz rule" if callable(op.fuzz) else "derived from its arguments and fields"
+        print(f"  {name:<20} {how}", file=stream)
+    print(f"ops left out ({len(left_out)}):", file=stream)
+    for name, reason in left_out.items():
+        print(f"  {name:<20} {reason}", file=stream)
+    print(f"observations made: {', '.join(drawn)}", file=stream)
+    for name, reason in not_drawn.items():
+        print(f"  {name:<20} not made: {reason}", file=stream)

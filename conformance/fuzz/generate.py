@@ -1,0 +1,769 @@
+"""Hypothesis strategies for programs drawn from the op table.
+
+A program is drawn step by step while the reference runs it: every name in
+scope has a known kind, shape and autograd facts when the next step is drawn,
+so the program is valid by construction.  What a step needs comes from its op
+(``conformance/ops``): its argument kinds (``tensor``, ``operand``, ``module``
+...), its field types (``numbers``, ``index``, ``bool``, ``steps`` ...), and,
+where those do not say enough, the op's own ``fuzz`` rule (shapes that must
+agree, dimensions within bounds, a module's inputs), which draws with a
+:class:`Draw`.  An op added to the table is drawn without touching this module.
+
+Validity in three layers: arguments are drawn among names whose kind and shape
+fit (a second operand broadcasts to the first; a fresh tensor is made when
+none fits); the live reference then runs the step, and a step it refuses ends
+the program there (the steps before it are valid); finally the whole program is
+checked as a case and run by a fresh reference.  A program that check refuses
+is a :class:`GeneratorBug`, never a program to run.  Programs whose reference
+values leave the range where float32 rounding stays within the default
+tolerance are rejected (hypothesis draws another).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
+
+from conformance.case import _yaml
+from conformance.case.index import parse_index
+from conformance.case.load import Case, CaseError, Step, _Checker, case_from_message, reserved_names
+from conformance.judge.reference import Machine, Module, Optimizer, ReferenceFailure, Tensor, run_reference
+from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
+from conformance.ops._op import FIELD_TYPES
+
+__all__ = ["ARG_KINDS", "Draw", "Drawn", "Facts", "GeneratorBug", "Program", "Source", "fuzzable_observations",
+           "fuzzable_ops", "programs"]
+
+#: Argument kinds the generator can fill (conformance/case/load.py accepts the same).
+ARG_KINDS = ("tensor", "operand", "array", "data", "module", "optimizer", "any")
+#: Literal values: small, exact in float32, no zero (no division by zero, no relu kink); the first is
+#: where hypothesis shrinks to.
+VALUES = (0.5, -1.0, 1.5, 2.0, -0.5, 0.25, -2.0, 1.0, -1.5, 0.75)
+#: Number fields (a learning rate, a fill value) and number operands.
+NUMBERS = (2.0, 0.5, -1.0, 1.5, 3.0)
+#: Dimension sizes, and the numbers of dimensions of a new tensor (shrinking goes to the first).
+SIZES = (2, 3, 1)
+NDIMS = (1, 2, 0)
+#: A program computes in one floating dtype (mixing them probes type promotion, not in-place semantics).
+DTYPES = ("float32", "float64")
+#: Top-level steps at most, and steps inside one block.
+MAX_STEPS = 14
+MAX_BLOCK_STEPS = 5
+MAX_DEPTH = 2
+#: Reference values beyond this magnitude are rejected: float32 rounding there exceeds atol.
+MAGNITUDE = 1e4
+#: The kind a name has in the checker's scope for a loop counter (never an argument).
+COUNTER = "counter"
+
+
+class GeneratorBug(Exception):
+    """The generator made a program the checker or the reference refuses: a fault of the fuzzer."""
+
+    def __init__(self, message: str, steps: Sequence[Mapping[str, Any]] = (), op: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.steps = list(steps)
+        self.op = op  # the op of a drawn step the checker refused, when that was the fault
+
+
+@dataclass(frozen=True)
+class Program:
+    """A generated program: its steps as a case file holds them, and the dtype it computes in."""
+
+    steps: tuple[Mapping[str, Any], ...]
+    dtype: str = "float32"
+
+    def data(self, case_id: str, title: str = "a generated program") -> dict[str, Any]:
+        return {"id": case_id, "title": title, "steps": [dict(s) for s in self.steps]}
+
+    def case(self, case_id: str, path: str = "cases/found/fuzz.yaml") -> Case:
+        """The program as a checked case (CaseError if it is not one)."""
+        return case_from_message({"case": self.data(case_id), "path": path, "lines": []})
+
+    def ops(self) -> list[str]:
+        """The ops it uses, in order, blocks walked."""
+        return [s["op"] for s in _walk(self.steps) if "op" in s]
+
+    def size(self) -> int:
+        return sum(1 for _ in _walk(self.steps))
+
+
+def _walk(steps: Sequence[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    for step in steps:
+        yield step
+        yield from _walk(step.get("steps", ()))
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the reference knows of a name now: its kind, and for tensors and arrays their shape and
+    autograd state (``view``: a tracked view of another tensor)."""
+
+    kind: str
+    shape: tuple[int, ...] = ()
+    requires_grad: bool = False
+    is_leaf: bool = True
+    view: bool = False
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def fuzzable_ops(table: Mapping[str, Op] | None = None) -> tuple[dict[str, Op], dict[str, str]]:
+    """The ops the generator draws, and those it leaves out with the reason."""
+    table = OPS if table is None else table
+    key = tuple((name, id(op)) for name, op in table.items())
+    if _FUZZABLE[0] != key:
+        _FUZZABLE[:] = [key, _sort_ops(table)]
+    fuzzed, left_out = _FUZZABLE[1]
+    return dict(fuzzed), dict(left_out)
+
+
+_FUZZABLE: list[Any] = [None, None]  # the table last sorted (its names and op objects), and the result
+
+
+def _sort_ops(table: Mapping[str, Op]) -> tuple[dict[str, Op], dict[str, str]]:
+    fuzzed: dict[str, Op] = {}
+    left_out: dict[str, str] = {}
+    for name, op in table.items():
+        if isinstance(op.fuzz, str):
+            left_out[name] = op.fuzz
+        elif op.run_reference is None:
+            left_out[name] = "no reference semantics, so nothing could judge it"
+        elif unknown := [k for k in op.args if k.lstrip("*") not in ARG_KINDS]:
+            left_out[name] = f"argument kind {unknown[0]!r} is not one the fuzzer fills ({', '.join(ARG_KINDS)})"
+        elif unknown := [f for f, spec in op.fields.items() if spec.type not in FIELD_TYPES]:
+            left_out[name] = f"field {unknown[0]!r} has a type the fuzzer does not know"
+        else:
+            fuzzed[name] = op
+    return fuzzed, left_out
+
+
+def fuzzable_observations() -> tuple[list[str], dict[str, str]]:
+    """The observations a program makes (judged ones: they can reveal a wrong result), and the others."""
+    drawn: list[str] = []
+    left_out: dict[str, str] = {}
+    for name, spec in OBSERVATIONS.items():
+        if spec.memory:
+            left_out[name] = "a memory observation makes the program an aliases/copies case, whose values are " \
+                             "evidence, not verdicts"
+        elif not spec.judged:
+            left_out[name] = "informational: never judged, so it cannot reveal a wrong result"
+        elif spec.targets != 1:
+            left_out[name] = f"takes {spec.targets} names"
+        else:
+            drawn.append(name)
+    return drawn, left_out
+
+
+def programs(ops: Mapping[str, Op] | None = None, *, max_steps: int = MAX_STEPS) -> st.SearchStrategy[Program]:
+    """Programs over *ops* (default: every fuzzable op of the table, read when a program is drawn)."""
+    return _programs(_Table(ops), max_steps)
+
+
+class _Table:
+    """The ops a strategy draws from, with a short repr (hypothesis shows strategy arguments)."""
+
+    def __init__(self, ops: Mapping[str, Op] | None) -> None:
+        self.ops = ops
+
+    def __repr__(self) -> str:
+        return "the op table" if self.ops is None else f"{len(self.ops)} ops"
+
+
+@st.composite
+def _programs(draw: Callable, table: _Table, max_steps: int) -> Program:
+    ops = fuzzable_ops(table.ops)[0]
+    with np.errstate(all="ignore"):  # overflow and 0/0 are values here (inf, nan), judged like any other
+        return _Builder(draw, ops, max_steps).build()
+
+
+#: Bytes of input per program: far more than a program draws (a program that needs more is not made).
+INPUT_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A program drawn by a :class:`Source`, the ops it was drawn from, and the input that replays it
+    through the same strategy (``programs(ops)``)."""
+
+    number: int
+    program: Program
+    buffer: bytes
+    ops: Mapping[str, Op]
+
+
+class Source:
+    """Programs for a seed: hypothesis's strategy (:func:`programs`) interpreting a byte stream from
+    ``random.Random(seed)``, through ``fuzz_one_input``, hypothesis's entry point for external fuzzers.
+    The same seed gives the same programs in the same order; each comes with the bytes that replay it
+    (what :mod:`conformance.fuzz.shrink` starts from).  Inputs the strategy rejects are skipped and
+    counted.
+
+    A :class:`GeneratorBug` is kept in :attr:`bugs`; with *exclude_faulty*, an op whose drawn step the
+    checker refused (it needs a ``fuzz`` rule) is left out from then on, with the reason in
+    :attr:`excluded` (the programs stay a function of the seed).  Without it, :meth:`next` raises it."""
+
+    def __init__(self, seed: int, ops: Mapping[str, Op] | None = None, *, exclude_faulty: bool = True) -> None:
+        self.random = random.Random(seed)
+        self.exclude_faulty = exclude_faulty
+        self.tried = 0
+        self.rejected = 0
+        self.made = 0
+        self.bugs: list[GeneratorBug] = []
+        self.excluded: dict[str, str] = {}
+        self._last: list[Program] = []
+        self._use(fuzzable_ops(ops)[0])
+
+    def _use(self, ops: dict[str, Op]) -> None:
+        self.ops = ops
+
+        @settings(database=None, deadline=None)
+        @given(programs(ops))
+        def take(program: Program) -> None:
+            self._last.append(program)
+
+        self._fuzz = take.hypothesis.fuzz_one_input
+
+    def next(self) -> Drawn:
+        while True:
+            self.tried += 1
+            self._last.clear()
+            try:
+                buffer = self._fuzz(self.random.randbytes(INPUT_BYTES))
+            except GeneratorBug as bug:
+                self.bugs.append(bug)
+                if not self.exclude_faulty:
+                    raise
+                if bug.op in self.ops and bug.op != "tensor":  # "tensor": the generator's own fresh operands
+                    self.excluded[bug.op] = f"its drawn steps need a fuzz rule: {bug.message}"
+                    self._use({name: op for name, op in self.ops.items() if name != bug.op})
+                continue
+            if buffer is None or not self._last:
+                self.rejected += 1
+                continue
+            self.made += 1
+            return Drawn(self.made, self._last[-1], bytes(buffer), self.ops)
+
+
+_BELOW: dict[int, st.SearchStrategy[int]] = {}
+
+
+def _below(n: int) -> st.SearchStrategy[int]:
+    """``st.integers(0, n - 1)``, made once per n (drawing is the generator's hot path)."""
+    strategy = _BELOW.get(n)
+    if strategy is None:
+        strategy = _BELOW[n] = st.integers(0, n - 1)
+    return strategy
+
+
+_SKIP = object()  # a field that cannot be drawn for these arguments: the step is not made
+_OMIT = object()  # an optional field left at its default
+
+
+class _Builder:
+    """One program being drawn: the steps so far, the checker's scope, and the live reference."""
+
+    def __init__(self, draw: Callable, ops: Mapping[str, Op], max_steps: int) -> None:
+        self.draw_from = draw
+        # Blocks last: choices shrink towards the first option, and a plain step is simpler than a block.
+        self.ops = [(op, frozenset(kind.lstrip("*") for kind in op.args))
+                    for op in sorted(ops.values(), key=lambda op: op.block)]
+        self.max_steps = max_steps
+        self.checker = _Checker(Path("<fuzz>"), _yaml.Lines())
+        self.machine = Machine()
+        self.scope: dict[str, str] = {}
+        self.counter_limits: dict[str, int] = {}  # loop counter -> the number of iterations
+        self.names = 0
+        self.observation_names: set[str] = set()
+        self.stopped = False
+        self.depth = 0
+        self.dtype = "float32"
+        self.observations, _ = fuzzable_observations()
+
+    # -- the program ------------------------------------------------------------------
+
+    def build(self) -> Program:
+        self.dtype = self.choose(DTYPES)
+        steps = _Steps()
+        self.fill(steps, self.scope, self.max_steps)
+        self.final_observations(steps)
+        program = Program(tuple(steps.data), self.dtype)
+        self.check(program)
+        return program
+
+    def fill(self, steps: "_Steps", scope: dict[str, str], limit: int) -> None:
+        """Draw steps into *steps* until hypothesis says stop, the limit, or a step the reference refuses."""
+        count = 0
+        while not self.stopped and count < limit and (count == 0 or self.draw(st.integers(0, 7)) != 0):
+            count += 1
+            if self.draw(st.integers(0, 5)) == 5 and self.observe(steps, scope):  # shrinks towards an op
+                continue
+            self.op_step(steps, scope)
+
+    def final_observations(self, steps: "_Steps") -> None:
+        self.stopped = False
+        if not self.names_of(self.scope, ["tensor", "array"]):  # nothing was kept: observe a literal
+            Draw(self, steps, self.scope).fresh(Draw(self, steps, self.scope).new_shape())
+        made = 0
+        while made == 0 or (made < 4 and self.draw(st.integers(0, 2)) != 0):
+            if not self.observe(steps, self.scope):
+                break
+            made += 1
+        if not made:
+            raise GeneratorBug("the program has nothing to observe", steps.data)
+
+    def check(self, program: Program) -> None:
+        """A program the checker or the reference refuses is a bug of the generator; one whose values
+        the float32 tolerance cannot judge is rejected."""
+        try:
+            case = program.case("fuzz_program")
+        except CaseError as exc:
+            raise GeneratorBug(f"the checker refuses the program: {exc}", program.steps) from None
+        try:
+            result = run_reference(case)
+        except ReferenceFailure as exc:
+            raise GeneratorBug(f"the reference cannot judge the program: {exc}", program.steps) from None
+        for value in result.observations.values():
+            if value is not None and not (np.all(np.isfinite(value)) and np.max(np.abs(value), initial=0.0)
+                                          <= MAGNITUDE):
+                reject()
+
+    # -- drawing primitives --------------------------------------------------------------
+
+    def draw(self, strategy: st.SearchStrategy) -> Any:
+        return self.draw_from(strategy)
+
+    def choose(self, options: Sequence[Any]) -> Any:
+        """One of *options* (shrinking goes to the first): an index, cheaper to draw than sampled_from."""
+        if len(options) == 1:
+            return options[0]
+        return options[self.draw_from(_below(len(options)))]
+
+    def new_name(self, prefix: str = "t") -> str:
+        reserved = reserved_names()
+        while True:
+            self.names += 1
+            name = f"{prefix}{self.names}"
+            if name not in reserved:
+                return name
+
+    def facts(self, name: str) -> Facts:
+        obj = self.machine.target(name)
+        if isinstance(obj, Tensor):
+            return Facts(obj.kind, tuple(obj.shape), bool(obj.requires_grad), bool(obj.is_leaf), obj.base is not None)
+        if isinstance(obj, Module):
+            return Facts(obj.kind)
+        if isinstance(obj, Optimizer):
+            return Facts("optimizer")
+        return Facts(type(obj).__name__)
+
+    def names_of(self, scope: Mapping[str, str], kinds: Sequence[str],
+                 where: Callable[[Facts], bool] | None = None) -> list[str]:
+        accepted = _accepted(kinds)
+        found = [name for name, kind in scope.items() if kind in accepted]
+        if where is not None:
+            found = [name for name in found if where(self.facts(name))]
+        return found
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def op_step(self, steps: "_Steps", scope: dict[str, str]) -> None:
+        kinds = {kind for kind in ARG_KINDS if self.names_of(scope, [kind])}
+        available = [op for op, needs in self.ops if needs <= kinds and not (op.block and self.depth >= MAX_DEPTH)]
+        # Ops on names in scope three times in four once there are any; else a source (a literal, a
+        # module, a block).
+        on_names = [op for op in available if op.args]
+        sources = [op for op in available if not op.args]
+        group = on_names if on_names and (not sources or self.draw(st.integers(0, 3)) != 3) else sources
+        if not group:
+            return
+        op = self.choose(group)
+        draw = Draw(self, steps, scope)
+        data = self.step_data(op, draw, scope)
+        if data is None:
+            return
+        if op.block and self.draw(st.integers(0, 3)) == 0:
+            # The block's steps at this level instead: the same draws, so hypothesis can shrink a block
+            # away by lowering this one choice.
+            self.fill(steps, scope, MAX_BLOCK_STEPS)
+        elif op.block:
+            self.block(op, data, steps, scope)
+        else:
+            self.apply(data, steps, scope)
+
+    def step_data(self, op: Op, d: "Draw", scope: dict[str, str]) -> dict | None:
+        given: dict[str, Any] = {}
+        if callable(op.fuzz):
+            drawn = op.fuzz(d)
+            if drawn is None:
+                return None
+            given = dict(drawn)
+        data: dict[str, Any] = {"op": op.name}
+        args = given.pop("args", None)
+        if args is None:
+            args = self.arguments(op, d, scope)
+            if args is None:
+                return None
+        if args:
+            data["args"] = list(args)
+        outputs = given.pop("out", None)
+        for name, spec in op.fields.items():
+            if name in given:
+                if given[name] is not None:
+                    data[name] = given[name]
+                continue
+            if spec.type == "steps":
+                continue
+            value = self.field(name, spec, list(args), d, scope)
+            if value is _SKIP:
+                return None
+            if value is not _OMIT:
+                data[name] = value
+        if op.out == "required" or (op.out == "optional" and self.draw(st.booleans())):
+            data["out"] = self.new_name()
+        elif op.out == "many":
+            count = int(outputs or 1)
+            names = [self.new_name() for _ in range(count)]
+            data["out"] = names if count > 1 else names[0]
+        return data
+
+    def arguments(self, op: Op, d: "Draw", scope: Mapping[str, str]) -> list | None:
+        kinds = list(op.args)
+        if kinds and kinds[-1].startswith("*"):
+            kinds += [kinds.pop()[1:]] * self.draw(st.integers(1, 2))
+        args: list[Any] = []
+        first: tuple[int, ...] | None = None
+        for kind in kinds:
+            if kind in ("tensor", "operand", "data", "array") and first is not None:
+                arg = d.operand(first, kinds=(kind,), numbers=kind == "operand", fresh=kind != "array")
+            else:
+                arg = d.pick(kind)
+            if arg is None:
+                return None
+            if first is None and isinstance(arg, str) and kind in ("tensor", "operand", "data", "array"):
+                first = self.facts(arg).shape
+            args.append(arg)
+        return args
+
+    def field(self, name: str, spec: Any, args: list, d: "Draw", scope: Mapping[str, str]) -> Any:
+        # Optional fields are given or left at their default, except dtypes: a program computes in one.
+        if not spec.required and spec.type not in ("observation", "dtype") and not self.draw(st.booleans()):
+            return _OMIT
+        first = next((a for a in args if isinstance(a, str) and scope.get(a) in ("tensor", "array")), None)
+        shape = self.facts(first).shape if first else None
+        kind = spec.type
+        if kind == "numbers":
+            return d.values(d.new_shape())
+        if kind == "dtype":
+            return self.dtype if self.dtype in spec.choices else self.choose(spec.choices)
+        if kind in ("choice",):
+            return self.choose(spec.choices)
+        if kind == "bool":
+            return self.draw(st.booleans())
+        if kind == "int":
+            return self.draw(st.integers(1, 3))
+        if kind == "number":
+            return self.choose(NUMBERS)
+        if kind == "ints":
+            if shape is None or not shape:
+                return _SKIP
+            return [d.dim(len(shape))]
+        if kind == "index":
+            if shape is None:
+                return _SKIP
+            index = d.index(shape)
+            return _SKIP if index is None else index
+        if kind == "name":
+            if name == "var":  # the checker's rule: a field named var binds a loop counter
+                return self.new_name("i")
+            target = d.tensor(shape=shape, fresh=False) if shape is not None else None
+            return target or d.pick("tensor") or _SKIP
+        if kind == "observation":
+            return self.observation_name("measured")
+        if kind == "str":
+            return "s"
+        return _SKIP
+
+    def apply(self, data: dict, steps: "_Steps", scope: dict[str, str]) -> bool:
+        """Check the step, run it on the live reference; keep it if the reference accepts it."""
+        before = dict(scope)
+        try:
+            step = self.checker.step(data, ("steps", len(steps.data)), scope)
+        except CaseError as exc:
+            raise GeneratorBug(f"the checker refuses a drawn step {data!r}: {exc.message}", steps.data,
+                               data.get("op")) from None
+        try:
+            self.run(step)
+        except GeneratorBug:
+            raise
+        except Exception:  # noqa: BLE001 - the reference refuses the step: the program ends before it
+            scope.clear()
+            scope.update(before)
+            self.stopped = True
+            return False
+        steps.data.append(data)
+        steps.checked.append(step)
+        return True
+
+    def run(self, step: Step) -> None:
+        if step.op == "observe":
+            OBSERVATIONS[step.kind].reference(self.machine, step)
+        else:
+            OPS[step.op].reference(self.machine, step)
+
+    def block(self, op: Op, data: dict, steps: "_Steps", scope: dict[str, str]) -> None:
+        """A block op (a loop, a mode): its steps are drawn while its own reference runs them the first
+        time, so they see the block's mode and counters; later iterations replay them."""
+        inner_scope = dict(scope)
+        var = data.get("var")
+        if var:
+            inner_scope[var] = COUNTER
+            self.counter_limits[var] = int(data.get("times", 1))
+        body = _Body(self, inner_scope)
+        fields = {name: data.get(name, spec.default) for name, spec in op.fields.items() if spec.type != "steps"}
+        step = Step(op=op.name, line=1, number=0, fields=fields, steps=body)  # type: ignore[arg-type]
+        before = dict(scope)
+        self.depth += 1
+        try:
+            self.run(step)
+        except GeneratorBug:
+            raise
+        except Exception:  # noqa: BLE001 - a later iteration was refused: the block and the rest are dropped
+            scope.clear()
+            scope.update(before)
+            self.stopped = True
+            return
+        finally:
+            self.depth -= 1
+            self.counter_limits.pop(var, None)
+        if body.fault is not None:
+            raise body.fault
+        if not body.steps.data:  # an empty block is no program (and no Python)
+            return
+        data["steps"] = body.steps.data
+        steps.data.append(data)
+        # A checked copy, to replay in an enclosing loop (a checker of its own: names are registered once).
+        steps.checked.append(_Checker(Path("<fuzz>"), _yaml.Lines()).step(data, ("steps", 0), dict(before)))
+        scope.update({name: kind for name, kind in inner_scope.items() if kind != COUNTER})
+
+    def observe(self, steps: "_Steps", scope: dict[str, str]) -> bool:
+        """An observation of a name (or module parameter) in scope; False when there is nothing to observe."""
+        params = [f"{module}.{param}" for module in self.names_of(scope, ["module"])
+                  for param in self.machine.get(module).params]
+        tensors = self.names_of(scope, ["tensor"]) + params
+        arrays = self.names_of(scope, ["array"])
+        kinds = [k for k in self.observations if tensors or (arrays and OBSERVATIONS[k].arrays)]
+        if not kinds:
+            return False
+        kind = self.choose(kinds)
+        target = self.choose(tensors + (arrays if OBSERVATIONS[kind].arrays else []))
+        data = {"observe": kind, "of": target}
+        name = f"{kind}({target})"
+        if name in self.observation_names:
+            data["name"] = self.observation_name(f"{kind}_{target.replace('.', '_')}")
+        else:
+            self.observation_names.add(name)
+        return self.apply(data, steps, scope)
+
+    def observation_name(self, stem: str) -> str:
+        n = 1
+        while f"{stem}_{n}" in self.observation_names:
+            n += 1
+        name = f"{stem}_{n}"
+        self.observation_names.add(name)
+        return name
+
+
+class Draw:
+    """What an op's ``fuzz`` rule draws with (see ``Op.fuzz``): names in scope and what the reference
+    knows of them, numbers, literals, shapes, indices, and fresh tensors made for the purpose.
+
+    Every choice goes through hypothesis, so it is reproduced from the same input and shrunk with the
+    rest of the program.
+    """
+
+    def __init__(self, builder: _Builder, steps: "_Steps", scope: dict[str, str]) -> None:
+        self._b = builder
+        self._steps = steps
+        self._scope = scope
+
+    @property
+    def dtype(self) -> str:
+        """The floating dtype the program computes in."""
+        return self._b.dtype
+
+    # -- numbers and literals ---------------------------------------------------------
+
+    def integer(self, low: int, high: int) -> int:
+        return self._b.draw(st.integers(low, high))
+
+    def boolean(self) -> bool:
+        return self._b.draw(st.booleans())
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        return self._b.choose(list(options))
+
+    def number(self) -> float:
+        return self.choice(NUMBERS)
+
+    def size(self) -> int:
+        """A small dimension size."""
+        return self.choice(SIZES)
+
+    def new_shape(self, max_ndim: int = 2) -> tuple[int, ...]:
+        ndim = self.choice([n for n in NDIMS if n <= max_ndim])
+        return tuple(self.size() for _ in range(ndim))
+
+    def values(self, shape: Sequence[int]) -> Any:
+        """A literal (a number or nested lists) of that shape."""
+        count = int(np.prod(shape, dtype=np.int64))
+        return np.array([self.choice(VALUES) for _ in range(count)]).reshape(tuple(shape)).tolist()
+
+    def dim(self, ndim: int) -> int:
+        """A dimension of a tensor with *ndim* dimensions (negative ones count from the end)."""
+        return self.integer(-ndim, ndim - 1) if ndim else 0
+
+    # -- names in scope ---------------------------------------------------------------
+
+    def facts(self, name: str) -> Facts:
+        """What the reference knows of a name (or a module parameter, ``fc.weight``) now."""
+        return self._b.facts(name)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self._b.facts(name).shape
+
+    def kind(self, name: str) -> str:
+        return self._scope.get(name.partition(".")[0], "")
+
+    def names(self, *kinds: str, where: Callable[[Facts], bool] | None = None) -> list[str]:
+        """Names in scope bound to one of *kinds* (argument kinds, ``module``, or a module kind)."""
+        return self._b.names_of(self._scope, kinds, where)
+
+    def pick(self, *kinds: str, where: Callable[[Facts], bool] | None = None) -> str | None:
+        found = self.names(*kinds, where=where)
+        return self.choice(found) if found else None
+
+    def tensor(self, shape: Sequence[int] | None = None, *, where: Callable[[Facts], bool] | None = None,
+               fresh: bool | Sequence[int] = True) -> str | None:
+        """A tensor in scope (of that *shape*, passing *where*), or a fresh one: of *shape*, or of the
+        shape *fresh* gives; None when neither can be had."""
+        wanted = None if shape is None else tuple(shape)
+        found = self.names("tensor", where=lambda f: (wanted is None or f.shape == wanted)
+                           and (where is None or where(f)))
+        make = tuple(fresh) if not isinstance(fresh, bool) else (wanted if fresh else None)
+        if found and (make is None or self.integer(0, 2) != 2):  # shrinks towards a name in scope
+            return self.choice(found)
+        return self.fresh(make) if make is not None else None
+
+    def operand(self, to: Sequence[int], *, kinds: Sequence[str] = ("operand",), numbers: bool = True,
+                fresh: bool = True) -> str | float | None:
+        """A second operand for something of shape *to*: a name whose shape broadcasts to it, a number,
+        or a fresh tensor of that shape."""
+        to = tuple(to)
+        found = self.names(*kinds, where=lambda f: _broadcasts_to(f.shape, to))
+        modes = (["name"] if found else []) + (["number"] if numbers else []) + (["fresh"] if fresh else [])
+        if not modes:
+            return None
+        mode = self.choice(modes)
+        if mode == "name":
+            return self.choice(found)
+        if mode == "number":
+            return self.number()
+        return self.fresh(to)
+
+    def fresh(self, shape: Sequence[int]) -> str | None:
+        """A new tensor literal of *shape* (a ``tensor`` step before the one being drawn); None for a
+        shape with no elements (a literal cannot be empty)."""
+        if 0 in tuple(shape):
+            return None
+        name = self._b.new_name()
+        data: dict[str, Any] = {"op": "tensor", "out": name, "value": self.values(shape), "dtype": self.dtype}
+        if self.boolean():
+            data["requires_grad"] = True
+        return name if self._b.apply(data, self._steps, self._scope) else None
+
+    # -- indices ------------------------------------------------------------------------
+
+    def index(self, shape: Sequence[int]) -> str | None:
+        """An index (as ``getitem``/``setitem`` spell it) within the bounds of *shape*: integers,
+        slices, and loop counters whose values stay in bounds."""
+        if not shape:
+            return None
+        items = []
+        for size in shape[:self.integer(1, len(shape))]:
+            form = self.integer(0, 3)
+            if form == 0:
+                items.append(str(self.integer(-size, size - 1)))
+            elif form == 1:
+                items.append(":")
+            elif form == 2:
+                start = self.integer(0, size - 1)
+                items.append(f"{start}:{self.integer(start + 1, size)}")
+            else:
+                counters = [c for c, n in self._b.counter_limits.items() if n <= size
+                            and self._scope.get(c) == COUNTER]
+                items.append(self.choice(counters) if counters else "::2")
+        return ", ".join(items)
+
+    def selection(self, shape: Sequence[int], index: str) -> tuple[int, ...]:
+        """The shape of ``x[index]`` for x of *shape* (loop counters at 0)."""
+        resolved = parse_index(index).resolve({c: 0 for c in self._b.counter_limits})
+        return tuple(np.empty(tuple(shape))[resolved].shape)
+
+
+def _broadcasts_to(shape: Sequence[int], to: Sequence[int]) -> bool:
+    """Whether *shape* broadcasts to *to* without changing it (NumPy's rule, one way)."""
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
+
+
+class _Body:
+    """The steps of a block, drawn the first time its reference runs them, replayed afterwards."""
+
+    def __init__(self, builder: _Builder, scope: dict[str, str]) -> None:
+        self.builder = builder
+        self.scope = scope
+        self.steps = _Steps()
+        self.drawn = False
+        self.fault: GeneratorBug | None = None
+
+    def __iter__(self) -> Iterator[Step]:
+        if self.drawn:
+            return iter(self.steps.checked)
+        self.drawn = True
+        try:  # each step runs as it is drawn (inside the block's mode and counters)
+            self.builder.fill(self.steps, self.scope, MAX_BLOCK_STEPS)
+        except GeneratorBug as exc:  # kept apart: the reference would take it for a refused step
+            self.fault = exc
+        return iter(())
+
+
+@dataclass
+class _Steps:
+    """Steps drawn so far at one level: as case data, and as checked steps (to replay a loop)."""
+
+    data: list[dict] = field(default_factory=list)
+    checked: list[Step] = field(default_factory=list)
+
+
+#: The scope kinds each argument kind accepts (as conformance/case/load.py checks them).
+_ACCEPTED: dict[str, frozenset[str]] = {
+    "tensor": frozenset({"tensor"}), "operand": frozenset({"tensor"}), "array": frozenset({"array"}),
+    "data": frozenset({"tensor", "array"}), "module": frozenset(MODULE_KINDS), "optimizer": frozenset({"optimizer"}),
+    "any": frozenset({"tensor", "array", "optimizer"} | set(MODULE_KINDS)),
+}
+
+
+def _accepted(kinds: Sequence[str]) -> frozenset[str]:
+    if len(kinds) == 1:
+        return _ACCEPTED.get(kinds[0]) or frozenset(kinds)
+    return frozenset().union(*(_ACCEPTED.get(kind) or {kind} for kind in kinds))
