@@ -15,8 +15,9 @@ from conformance.workers.pool import WorkerPool
 from .conftest import ROOT, framework_params
 
 CASES = ROOT / "cases"
-#: Where a case's hazard comes from: a seed article, or a documentation page or issue thread by URL.
-PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+")
+#: Where a case's hazard comes from: a seed article, a documentation page or issue thread by URL, or the
+#: differential fuzzer (cases/found/, with its seed and the framework versions).
+PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+|^found by fuzzing: .*--seed \d+")
 
 
 def catalogue():
@@ -33,7 +34,7 @@ def test_every_case_validates() -> None:
 def test_every_case_cites_where_its_hazard_comes_from() -> None:
     cases, _ = catalogue()
     missing = [f"{c.path}: source {c.source!r}" for c in cases if not PROVENANCE.search(c.source or "")]
-    assert not missing, "cases without provenance (a seed article or a URL):\n" + "\n".join(missing)
+    assert not missing, "cases without provenance (a seed article, a URL, or the fuzzer):\n" + "\n".join(missing)
 
 
 def test_no_two_cases_are_the_same_program() -> None:
