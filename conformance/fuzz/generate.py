@@ -254,6 +254,23 @@ class Source:
 
 
 _BELOW: dict[int, st.SearchStrategy[int]] = {}
+_TAG = st.integers(0, 255)
+_GO_ON = st.integers(0, 7)  # 0: the steps at this level end
+_OBSERVE = st.integers(0, 5)  # 5: an observation
+
+
+@st.composite
+def _span(draw: Callable, body: Callable[[Callable], Any]) -> Any:
+    return body(draw)
+
+
+def _nearest(group: Sequence[tuple[Op, frozenset]], position: int, usable: Callable[[Any], bool]) -> Op | None:
+    """The usable op nearest *position* in *group* (the later one on a tie), or None."""
+    for distance in range(len(group)):
+        for index in (position + distance, position - distance):
+            if 0 <= index < len(group) and usable(group[index]):
+                return group[index][0]
+    return None
 
 
 def _below(n: int) -> st.SearchStrategy[int]:
@@ -276,6 +293,10 @@ class _Builder:
         # Blocks last: choices shrink towards the first option, and a plain step is simpler than a block.
         self.ops = [(op, frozenset(kind.lstrip("*") for kind in op.args))
                     for op in sorted(ops.values(), key=lambda op: op.block)]
+        self.on_names = [entry for entry in self.ops if entry[0].args]
+        self.sources = [entry for entry in self.ops if not entry[0].args]
+        #: a drawn tag per bound name: an argument draws the tag it wants (see choose_name)
+        self.tags: dict[str, int] = {}
         self.max_steps = max_steps
         self.checker = _Checker(Path("<fuzz>"), _yaml.Lines())
         self.machine = Machine()
@@ -302,11 +323,32 @@ class _Builder:
     def fill(self, steps: "_Steps", scope: dict[str, str], limit: int) -> None:
         """Draw steps into *steps* until hypothesis says stop, the limit, or a step the reference refuses."""
         count = 0
-        while not self.stopped and count < limit and (count == 0 or self.draw(st.integers(0, 7)) != 0):
+        while not self.stopped and count < limit and self.span(lambda: self.one_step(steps, scope, count == 0)):
             count += 1
-            if self.draw(st.integers(0, 5)) == 5 and self.observe(steps, scope):  # shrinks towards an op
-                continue
-            self.op_step(steps, scope)
+
+    def one_step(self, steps: "_Steps", scope: dict[str, str], first: bool) -> bool:
+        """Whether to go on (drawn for every step, alike, so any step's span can be deleted; the first
+        step always goes on), then one step; False to stop."""
+        if self.draw(_GO_ON) == 0 and not first:
+            return False
+        if self.draw(_OBSERVE) == 5 and self.observe(steps, scope):  # shrinks towards an op
+            return True
+        self.op_step(steps, scope)
+        return True
+
+    def span(self, body: Callable[[], Any]) -> Any:
+        """Run *body* with its draws as one hypothesis span (as ``st.lists`` draws an element with its
+        "more" flag), so the shrinker can delete a whole step, blocks and fresh operands included."""
+        outer = self.draw_from
+
+        def run(draw: Callable) -> Any:
+            self.draw_from = draw
+            try:
+                return body()
+            finally:
+                self.draw_from = outer
+
+        return outer(_span(run))
 
     def final_observations(self, steps: "_Steps") -> None:
         self.stopped = False
@@ -314,7 +356,7 @@ class _Builder:
             Draw(self, steps, self.scope).fresh(Draw(self, steps, self.scope).new_shape())
         made = 0
         while made == 0 or (made < 4 and self.draw(st.integers(0, 2)) != 0):
-            if not self.observe(steps, self.scope):
+            if not self.span(lambda: self.observe(steps, self.scope)):
                 break
             made += 1
         if not made:
@@ -353,7 +395,18 @@ class _Builder:
             self.names += 1
             name = f"{prefix}{self.names}"
             if name not in reserved:
+                self.tags[name] = self.draw(_TAG)
                 return name
+
+    def choose_name(self, names: Sequence[str]) -> str:
+        """One of *names* (in scope order): the one whose tag is nearest a drawn tag, the most recent on a
+        tie.  A name's tag and the tag an argument wants are draws of their own steps, so deleting other
+        steps while shrinking leaves every argument naming what it named."""
+        if len(names) == 1:
+            return names[0]
+        want = self.draw(_TAG)
+        return min(enumerate(names), key=lambda item: (abs(self.tags.get(item[1].partition(".")[0], 0) - want),
+                                                       -item[0]))[1]
 
     def facts(self, name: str) -> Facts:
         obj = self.machine.target(name)
@@ -377,15 +430,23 @@ class _Builder:
 
     def op_step(self, steps: "_Steps", scope: dict[str, str]) -> None:
         kinds = {kind for kind in ARG_KINDS if self.names_of(scope, [kind])}
-        available = [op for op, needs in self.ops if needs <= kinds and not (op.block and self.depth >= MAX_DEPTH)]
-        # Ops on names in scope three times in four once there are any; else a source (a literal, a
-        # module, a block).
-        on_names = [op for op in available if op.args]
-        sources = [op for op in available if not op.args]
-        group = on_names if on_names and (not sources or self.draw(st.integers(0, 3)) != 3) else sources
-        if not group:
+
+        def usable(entry: tuple[Op, frozenset]) -> bool:
+            op, needs = entry
+            return needs <= kinds and not (op.block and self.depth >= MAX_DEPTH)
+
+        # Ops on names in scope three times in four; else a source (a literal, a module, a block).  Both
+        # draws are made whatever is in scope, and the op is drawn as a position in its whole group (the
+        # nearest usable op is taken): deleting an unrelated step while shrinking changes no choice.
+        sources = self.draw(st.integers(0, 3)) == 3
+        group = self.sources if sources else self.on_names
+        position = self.draw(_below(len(group))) if group else 0
+        if not any(usable(entry) for entry in group):
+            group = self.on_names if sources else self.sources
+            position = min(position, len(group) - 1)
+        op = _nearest(group, position, usable)
+        if op is None:
             return
-        op = self.choose(group)
         draw = Draw(self, steps, scope)
         data = self.step_data(op, draw, scope)
         if data is None:
@@ -564,7 +625,7 @@ class _Builder:
         if not kinds:
             return False
         kind = self.choose(kinds)
-        target = self.choose(tensors + (arrays if OBSERVATIONS[kind].arrays else []))
+        target = self.choose_name(tensors + (arrays if OBSERVATIONS[kind].arrays else []))
         data = {"observe": kind, "of": target}
         name = f"{kind}({target})"
         if name in self.observation_names:
@@ -649,7 +710,7 @@ class Draw:
 
     def pick(self, *kinds: str, where: Callable[[Facts], bool] | None = None) -> str | None:
         found = self.names(*kinds, where=where)
-        return self.choice(found) if found else None
+        return self._b.choose_name(found) if found else None
 
     def tensor(self, shape: Sequence[int] | None = None, *, where: Callable[[Facts], bool] | None = None,
                fresh: bool | Sequence[int] = True) -> str | None:
@@ -660,7 +721,7 @@ class Draw:
                            and (where is None or where(f)))
         make = tuple(fresh) if not isinstance(fresh, bool) else (wanted if fresh else None)
         if found and (make is None or self.integer(0, 2) != 2):  # shrinks towards a name in scope
-            return self.choice(found)
+            return self._b.choose_name(found)
         return self.fresh(make) if make is not None else None
 
     def operand(self, to: Sequence[int], *, kinds: Sequence[str] = ("operand",), numbers: bool = True,
@@ -674,7 +735,7 @@ class Draw:
             return None
         mode = self.choice(modes)
         if mode == "name":
-            return self.choice(found)
+            return self._b.choose_name(found)
         if mode == "number":
             return self.number()
         return self.fresh(to)
