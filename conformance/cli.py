@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -28,14 +29,6 @@ from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, D
                                   check_frameworks, check_modes, check_writable, results_file, seconds)
 
 __all__ = ["main"]
-
-
-def _bad_input(paths: Sequence[str]) -> int:
-    """Print every case-file problem; return how many there were."""
-    cases, errors = load_cases(paths)
-    for error in errors:
-        print(f"error: {error}", file=sys.stderr)
-    return len(errors)
 
 
 def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
@@ -52,14 +45,16 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
 
 
 def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
-    argv = [*paths, "--conformance", "-p", "conformance.plugin", "-p", "no:cacheprovider",
+    # Only the plugins a run needs: ours, and xdist's for -n (others installed beside them, such as
+    # hypothesis's, would only add their start-up and closing time to every run).
+    argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "-p", "no:cacheprovider",
             "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
     argv += ["--results", args.results] if args.results else []
     argv += [f"--framework={f}" for f in args.framework or []]
     argv += [f"--device={d}" for d in args.device or []]
     argv += [f"--mode={m}" for m in args.mode or []]
     argv += ["--case-timeout", repr(args.timeout)] if args.timeout is not None else []
-    argv += ["-n", args.workers] if args.workers else []
+    argv += ["-p", "xdist.plugin", "-n", args.workers] if args.workers else []
     argv += ["--baselines", args.baselines] if args.baselines else []
     for flag in ("update_baselines", "prune_baselines", "no_baselines", "resume"):
         argv += [f"--{flag.replace('_', '-')}"] if getattr(args, flag) else []
@@ -100,8 +95,33 @@ def _run_status(status: int, bad: int) -> int:
     return int(status)
 
 
+def _frameworks(args: argparse.Namespace) -> list[str]:
+    from conformance.adapter import adapter_classes, is_installed
+
+    classes = adapter_classes()
+    if args.framework:
+        return list(dict.fromkeys(args.framework))
+    if os.environ.get("CONFORMANCE_FRAMEWORKS", "").strip():
+        return [f.strip() for f in os.environ["CONFORMANCE_FRAMEWORKS"].split(",") if f.strip()]
+    return [name for name, cls in classes.items() if is_installed(cls)] or list(classes)
+
+
+def _cells(args: argparse.Namespace, paths: Sequence[str], frameworks: list[str]) -> int:
+    """How many cells the run will collect: case files x devices x each framework's modes."""
+    from conformance.adapter import adapter_classes
+    from conformance.settings import EAGER, modes_for
+
+    classes = adapter_classes()
+    devices = args.device or [d for d in os.environ.get("CONFORMANCE_DEVICES", "").split(",") if d.strip()] or DEVICES
+    modes = args.mode or [m for m in os.environ.get("CONFORMANCE_MODES", "").split(",") if m.strip()] or [EAGER]
+    per_case = len(devices) * sum(len(modes_for(modes, getattr(classes.get(f), "modes", {}))) for f in frameworks)
+    return len(find_case_files(paths)) * per_case
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import pytest
+
+    from conformance.engine import Engine, Prepared, parallel_processes
 
     paths = args.paths or ["cases"]
     try:
@@ -111,12 +131,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         return BAD_INPUT
     summary = Path(args.summary)
     summary.unlink(missing_ok=True)  # whatever is printed below, this run wrote
+    frameworks = _frameworks(args)
+    if args.workers == "auto":  # as many processes as can pay, and say what was chosen
+        count, why = parallel_processes(_cells(args, paths, frameworks), len(frameworks))
+        print(f"conformance: -n auto: {why}")
+        args.workers = str(count) if count > 1 else None
+    prepared = Prepared(None)
     with _interruptible():
-        bad = _bad_input(paths)
-        status = pytest.main(_pytest_args(args, paths))
+        try:
+            if args.workers in (None, "0"):
+                # A serial run: the workers and the reference start first, so their imports overlap
+                # pytest's start and collection; the plugin's engine takes them over.
+                prepared.engine = Engine()
+                prepared.engine.start(frameworks)
+            status = pytest.main(_pytest_args(args, paths), plugins=[prepared])
+        finally:
+            if prepared.engine is not None:
+                prepared.engine.close()
+    for error in prepared.invalid:  # reported by the items of the files that could not be read
+        print(f"error: {error}", file=sys.stderr)
     if summary.is_file():
         print(summary.read_text(encoding="utf-8"))
-    return _run_status(status, bad)
+    return _run_status(status, len(prepared.invalid))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

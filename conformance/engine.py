@@ -1,37 +1,209 @@
-"""Run one cell (case x framework x device) end to end and build its result record.
+"""Run cells (case x framework x device x mode) end to end and build their result records.
 
 Execution happens in a worker; judging (reference, comparison, outcome) happens
 here, in the parent, so every framework is judged by the same code.
+
+A run that knows its cells up front hands them to :meth:`Engine.prefetch`: each
+framework's worker then gets its requests queued ahead (up to :data:`WINDOW` at a
+time), and the reference service gets a case as soon as a worker has answered one
+of its cells with a result to judge, so the workers and the reference run while
+the parent judges and records the cells already answered.  :meth:`Engine.run_cell`
+then only waits for a cell's reply; a cell that was not prefetched is sent when it
+is asked for.  Either way a cell's outcome is the same.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import os
+import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from queue import SimpleQueue
+from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed_version, is_installed
 from conformance.case.load import Case
 from conformance.judge.classify import classify
-from conformance.workers.pool import WorkerCrashed, WorkerPool, WorkerTimeout
 from conformance.records.results import run_info
+from conformance.workers.pool import Ticket, WorkerCrashed, WorkerPool, WorkerTimeout
 
-__all__ = ["Engine", "DEFAULT_TIMEOUT"]
+__all__ = ["Engine", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "WINDOW", "Prepared", "parallel_processes"]
 
 DEFAULT_TIMEOUT = 120.0
 #: The pool's name for the reference service (never a framework's name: it has no adapter).
 REFERENCE_SERVICE = "reference"
+REFERENCE_MODULE = "conformance.judge.service"
+#: The most requests queued ahead on one worker and not yet taken by the parent: enough that a worker
+#: never waits for the parent, few enough that unread replies stay a bounded amount of memory.
+WINDOW = 256
+
+Cell = tuple[Case, str, str, str]  # case, framework, device, mode
+
+
+@functools.lru_cache(maxsize=None)
+def _adapters() -> dict[str, Any]:
+    """The registered adapters, looked up once per process (each lookup scans every entry point)."""
+    return adapter_classes()
+
+
+@functools.lru_cache(maxsize=None)
+def _installed(framework: str) -> tuple[bool, str | None]:
+    cls = _adapters().get(framework)
+    return (cls is not None and is_installed(cls)), (installed_version(cls) if cls is not None else None)
+
+
+def _case_key(case: Case) -> str:
+    """What the reference is kept under: one reference per case file and id."""
+    return f"{case.path}::{case.id}"
 
 
 class Engine:
     def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.pool = pool or WorkerPool()
         self.timeout = timeout
-        self._references: dict[tuple[str, str], tuple[dict | None, str | None]] = {}
+        self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
+        self._references: dict[str, tuple[dict | None, str | None, str | None]] = {}
+        self._reference_tickets: dict[str, tuple[Ticket, float]] = {}
+        self._reference_sent: set[str] = set()
+        self._wanted: SimpleQueue[Case] = SimpleQueue()  # cases a worker answered for: their reference is due
+        self._tickets: dict[tuple[str, str, str, str], Ticket] = {}
+        self._sent: set[tuple[str, str, str, str]] = set()  # cells sent once, prefetched or asked for
+        self._case_keys: dict[int, tuple[Case, str]] = {}  # the key each case object is sent to workers under
+        self._numbers = itertools.count(1)
+        self._planned: dict[str, deque] = {}  # per framework: cells prefetch sends once the window has room
+        self._ahead: dict[str, int] = {}  # per framework: cells sent and not yet taken
+        self._run_info: dict[str, Future] = {}
+        self._background: ThreadPoolExecutor | None = None
 
     def _timeout(self, case: Case) -> float:
         """A case's own timeout, capped by the run's."""
         return min(case.timeout, self.timeout) if case.timeout else self.timeout
+
+    # -- starting and feeding the workers ahead of the cells ----------------------------------------
+
+    def start(self, frameworks: Iterable[str]) -> None:
+        """Start the workers of *frameworks* and the reference service now, without waiting for them:
+        their imports overlap whatever the caller does next (pytest's collection, for one)."""
+        for framework in frameworks:
+            if _installed(framework)[0]:
+                self.pool.start(framework)
+        self.pool.start(REFERENCE_SERVICE, module=REFERENCE_MODULE)
+
+    def prefetch(self, cells: Iterable[Cell]) -> None:
+        """Queue *cells* on their workers, in this order and :data:`WINDOW` ahead at most, so each runs
+        before the parent asks for it.  A case's reference is asked for as soon as a worker has answered
+        one of its cells with a result to judge."""
+        with self._lock:
+            for case, framework, device, mode in cells:
+                key = (self._worker_key(case), framework, device, mode)
+                if key in self._sent or not _installed(framework)[0]:
+                    continue
+                self._planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
+                self._warm_run_info(case)
+            for name in list(self._planned):
+                self._refill(name)
+
+    def replan(self, cells: Iterable[Cell]) -> None:
+        """The cells the run will take, in the order it takes them: those not sent yet are queued in
+        that order; those sent and no longer wanted (deselected) stop holding a place in the window."""
+        with self._lock:
+            planned: dict[str, deque] = {}
+            wanted = set()
+            for case, framework, device, mode in cells:
+                key = (self._worker_key(case), framework, device, mode)
+                wanted.add(key)
+                if key not in self._sent and _installed(framework)[0]:
+                    planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
+            for key in [k for k in self._tickets if k not in wanted]:
+                del self._tickets[key]
+                self._ahead[key[1]] -= 1
+            self._planned = planned
+            for name in list(self._ahead):
+                self._refill(name)
+
+    def _refill(self, framework: str) -> None:
+        planned = self._planned.get(framework)
+        while planned and self._ahead.get(framework, 0) < WINDOW:
+            entry = planned.popleft()
+            if entry[0] not in self._sent:  # else it was asked for before its turn came
+                self._send_cell(*entry)
+
+    def _worker_key(self, case: Case) -> str:
+        """The key a case is sent to a worker under (once per worker process): one per case object, so a
+        file rewritten between two runs of one engine is never run as its stale copy."""
+        entry = self._case_keys.get(id(case))
+        if entry is None or entry[0] is not case:
+            entry = self._case_keys[id(case)] = (case, f"{next(self._numbers)}:{case.id}")
+        return entry[1]
+
+    def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
+                   mode: str) -> Ticket:
+        ticket = self.pool.submit(framework, {"cmd": "run", "device": device, "mode": mode}, self._timeout(case),
+                                  case=(key[0], case.to_message()), on_reply=functools.partial(self._answered, case))
+        self._tickets[key] = ticket
+        self._sent.add(key)
+        self._ahead[framework] = self._ahead.get(framework, 0) + 1
+        return ticket
+
+    def _answered(self, case: Case, reply: dict[str, Any]) -> None:
+        """A worker's reader thread, on a reply: a result to judge makes the case's reference due."""
+        if reply.get("status") in ("completed", "raised"):
+            self._wanted.put(case)
+
+    def _take_cell(self, case: Case, framework: str, device: str, mode: str) -> Ticket:
+        """The ticket of a cell: prefetched, or sent now."""
+        with self._lock:
+            key = (self._worker_key(case), framework, device, mode)
+            ticket = self._tickets.pop(key, None)
+            if ticket is None:
+                ticket = self._send_cell(key, case, framework, device, mode)
+                self._tickets.pop(key)
+            self._ahead[framework] -= 1
+            self._refill(framework)
+        return ticket
+
+    def _send_due_references(self) -> None:
+        """Ask the reference service for every case a worker has answered (called by whoever waits)."""
+        while not self._wanted.empty():
+            self._send_reference(self._wanted.get())
+
+    def _send_reference(self, case: Case) -> None:
+        """Ask for a case's reference ahead of judging, once."""
+        key = _case_key(case)
+        with self._lock:
+            if key not in self._reference_sent and key not in self._references:
+                self._reference_tickets[key] = self._submit_reference(case)
+
+    def _submit_reference(self, case: Case) -> tuple[Ticket, float]:
+        limit = self._timeout(case)
+        ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, **case.to_message()}, limit + 5,
+                                  module=REFERENCE_MODULE)
+        self._reference_sent.add(_case_key(case))
+        return ticket, limit
+
+    def _wait(self, ticket: Ticket) -> dict[str, Any]:
+        return self.pool.wait(ticket, idle=self._send_due_references)
+
+    def _warm_run_info(self, case: Case) -> None:
+        """Look up the run information of a case's folder (git revision, host) in the background."""
+        folder = str(Path(case.path).parent)
+        if folder not in self._run_info:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-info")
+            self._run_info[folder] = self._background.submit(run_info, folder, None, "cpu")
+
+    def _run_info_of(self, case: Case, worker_info: dict | None, device: str) -> dict[str, Any]:
+        folder = str(Path(case.path).parent)
+        future = self._run_info.get(folder)
+        if future is not None:
+            future.result()  # the folder's git revision and host, looked up once (cached by run_info)
+        return run_info(folder, worker_info, device)
+
+    # -- the reference ------------------------------------------------------------------------------
 
     def reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
         """The reference observations of *case*, or why the reference cannot give them.
@@ -40,21 +212,20 @@ class Engine:
         ill-posed for the reference; *harness_error* that the reference went past
         its limits or broke.  Computed once per case, in the reference service.
         """
-        key = (case.path, case.id)
+        key = _case_key(case)
         if key not in self._references:
             self._references[key] = self._ask_reference(case)
         return self._references[key]
 
     def _ask_reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
-        limit = self._timeout(case)
+        key = _case_key(case)
+        with self._lock:
+            ticket, limit = self._reference_tickets.pop(key, None) or self._submit_reference(case)
         try:
-            service = self.pool.get(REFERENCE_SERVICE, module="conformance.judge.service")
-            reply = service.request({"time_limit": limit, **case.to_message()}, limit + 5)
+            reply = self._wait(ticket)
         except WorkerTimeout:
-            self.pool.discard(REFERENCE_SERVICE)
             return None, None, f"the reference did not finish within the cell's limit of {limit:g} s"
         except WorkerCrashed as exc:
-            self.pool.discard(REFERENCE_SERVICE)
             return None, None, f"the reference process died ({exc}); it runs under a memory limit"
         if reply.get("status") == "ok":
             return reply["observations"], None, None
@@ -62,19 +233,24 @@ class Engine:
             return None, reply["message"], None
         return None, None, reply.get("message", "the reference service gave no answer")
 
+    # -- one cell -----------------------------------------------------------------------------------
+
     def run_cell(self, case: Case, framework: str, device: str, mode: str = "eager") -> dict[str, Any]:
         started = time.perf_counter()
         worker_info: dict[str, Any] | None = None
         version = "not installed"
-        cls = adapter_classes().get(framework)
+        cls = _adapters().get(framework)
+        seconds = None
         if cls is None:
             reply: dict[str, Any] = {"status": "error", "message": f"no adapter named {framework!r}"}
-        elif not is_installed(cls):
+        elif not _installed(framework)[0]:
             reply = {"status": "skipped", "reason": f"{framework} is not installed "
                                                      f"(no module {cls.import_name!r})"}
         else:
-            version = installed_version(cls) or "unknown"
-            reply, worker_info = self._execute(case, framework, device, mode)
+            version = _installed(framework)[1] or "unknown"
+            reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
+            if seconds is not None:  # the cell's time: the worker's, from when it could begin it, then judging
+                started = time.perf_counter() - seconds
             if worker_info:
                 version = worker_info["framework_version"]
         reference, reference_error = None, None
@@ -97,36 +273,80 @@ class Engine:
             "timings": {"cell_seconds": round(time.perf_counter() - started, 4),
                         "run_seconds": reply.get("run_seconds"),
                         "worker_import_seconds": worker_info.get("import_seconds") if worker_info else None},
-            "run_info": run_info(Path(case.path).parent, worker_info, device),
+            "run_info": self._run_info_of(case, worker_info, device),
         }
 
     def _execute(self, case: Case, framework: str, device: str, mode: str) -> tuple[dict[str, Any], dict | None]:
-        timeout = self._timeout(case)
-        try:
-            worker = self.pool.get(framework)
-        except WorkerCrashed as exc:
-            return {"status": "crash", "message": f"the {framework} worker died while starting: {exc}",
-                    "signal": exc.signal, "returncode": exc.returncode, "output": exc.output}, None
-        except WorkerTimeout as exc:
-            self.pool.discard(framework)
-            return {"status": "timeout", "message": f"the {framework} worker did not start: {exc}"}, None
-        info = worker.info
-        problem = (info.get("devices") or {}).get(device)
-        if problem:
-            return {"status": "skipped", "reason": problem}, info
-        try:
-            reply = worker.request({"cmd": "run", "device": device, "mode": mode, **case.to_message()},
-                                   timeout)
-        except WorkerCrashed as exc:
-            self.pool.discard(framework)
-            return {"status": "crash", "signal": exc.signal, "returncode": exc.returncode,
-                    "message": str(exc), "output": exc.output}, info
-        except WorkerTimeout:
-            self.pool.discard(framework)
-            return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
-                    "timeout_seconds": timeout}, info
-        except Exception as exc:  # noqa: BLE001 - never leave a worker with an unread reply
-            self.pool.discard(framework)
-            return {"status": "error", "message": f"talking to the {framework} worker: "
-                                                  f"{type(exc).__name__}: {exc}"}, info
+        reply, info, _ = self._execute_timed(case, framework, device, mode)
         return reply, info
+
+    def _execute_timed(self, case: Case, framework: str, device: str,
+                       mode: str) -> tuple[dict[str, Any], dict | None, float | None]:
+        """The worker's reply for a cell, the worker's hello, and how long the worker had the cell."""
+        timeout = self._timeout(case)
+        ticket = self._take_cell(case, framework, device, mode)
+        try:
+            reply = self._wait(ticket)
+        except WorkerCrashed as exc:
+            if exc.starting:
+                return {"status": "crash", "message": f"the {framework} worker died while starting: {exc}",
+                        "signal": exc.signal, "returncode": exc.returncode, "output": exc.output}, None, None
+            return {"status": "crash", "signal": exc.signal, "returncode": exc.returncode,
+                    "message": str(exc), "output": exc.output}, ticket.info, ticket.seconds
+        except WorkerTimeout as exc:
+            if exc.starting:
+                return {"status": "timeout", "message": f"the {framework} worker did not start: {exc}"}, None, None
+            return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
+                    "timeout_seconds": timeout}, ticket.info, ticket.seconds
+        return reply, ticket.info, ticket.seconds
+
+    def close(self) -> None:
+        self.pool.close()
+        if self._background is not None:
+            self._background.shutdown(wait=False, cancel_futures=True)
+
+
+class Prepared:
+    """What the ``conformance`` command prepares before pytest starts, handed to pytest as a plugin
+    object: an engine whose workers are already importing their frameworks (None when the run is
+    distributed), which the plugin takes over; and, after the run, the problems of the case files that
+    could not be read, from their items' reports (which xdist forwards)."""
+
+    def __init__(self, engine: Engine | None) -> None:
+        self.engine = engine
+        self.invalid: list[str] = []
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        problem = dict(report.user_properties).get("invalid_case")
+        if report.failed and problem and problem not in self.invalid:
+            self.invalid.append(problem)
+
+
+# -- how many processes a run should use ----------------------------------------------------------
+
+#: Cells below which one more pytest-xdist process cannot win back its start-up (a pytest start, and an
+#: import of every framework and of the reference, seconds each), measured by benchmarks/floor.py.
+CELLS_PER_PROCESS = 500
+
+
+def parallel_processes(cells: int, frameworks: int, cores: int | None = None) -> tuple[int, str]:
+    """The number of pytest-xdist processes for ``-n auto`` (1: run serially) and why.
+
+    One process already runs every framework's worker and the reference service at the same time as
+    it judges (a pipeline of ``frameworks + 1`` busy processes), so another process pays only where
+    cores are left over for a whole second pipeline and there are enough cells to win back its
+    start-up."""
+    cores = cores or os.cpu_count() or 1
+    per_pipeline = frameworks + 1
+    by_cores = cores // per_pipeline
+    by_cells = cells // CELLS_PER_PROCESS
+    chosen = max(1, min(by_cores, by_cells))
+    facts = f"{cores} cores, {frameworks} framework(s), {cells} cells"
+    if chosen > 1:
+        return chosen, f"{chosen} processes ({facts}: a pipeline of {per_pipeline} processes each)"
+    if by_cores < 2:
+        why = (f"one process already keeps {min(per_pipeline, cores)} of the {cores} cores busy (a worker per "
+               f"framework and the reference run while it judges); another would import every framework again")
+    else:
+        why = f"fewer than {2 * CELLS_PER_PROCESS} cells cannot win back another process's start-up"
+    return 1, f"serial ({facts}: {why})"

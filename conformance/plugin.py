@@ -25,7 +25,7 @@ import pytest
 
 from conformance.adapter import adapter_classes, installed_version, is_installed
 from conformance.case.load import Case, CaseError, find_case_files, load_case, load_cases
-from conformance.engine import DEFAULT_TIMEOUT, Engine
+from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.records.baseline import Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.results import append_record, read_records
@@ -40,6 +40,8 @@ _SEEN_IDS = pytest.StashKey[dict]()
 _KEPT = pytest.StashKey[dict]()
 _RUN = pytest.StashKey["RunState"]()
 _BASELINES = pytest.StashKey["Baselines | None"]()
+_CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
+_COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a case expands to
 
 Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
@@ -179,6 +181,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_KEPT] = _finished_cells(results_path(config)) if config.getoption("resume") else {}
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    prepared = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, Prepared)), None)
+    if prepared is not None and prepared.engine is not None:  # the conformance command started the workers
+        config.stash[_ENGINE] = prepared.engine
     if _is_controller(config):
         config.stash[_RUN] = RunState()
         config.pluginmanager.register(config.stash[_RUN], "conformance-run")
@@ -226,7 +231,79 @@ def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
 def pytest_unconfigure(config: pytest.Config) -> None:
     engine = config.stash.get(_ENGINE, None)
     if engine is not None:
-        engine.pool.close()
+        engine.close()
+
+
+# -- feeding the workers: started with the session, fed every collected cell at once -----------------
+
+def _runs_cells(config: pytest.Config) -> bool:
+    """Whether this process runs cells itself (not an xdist controller, not --collect-only)."""
+    distributing = getattr(config.option, "dist", "no") != "no" and _is_controller(config)
+    return config.stash.get(_ACTIVE, False) and not distributing and not config.option.collectonly
+
+
+def _engine(config: pytest.Config) -> Engine:
+    if _ENGINE not in config.stash:
+        config.stash[_ENGINE] = Engine(timeout=case_timeout(config))
+    return config.stash[_ENGINE]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start every framework's worker and the reference service now: their imports (seconds) overlap
+    pytest's collection."""
+    config = session.config
+    chosen = config.stash.get(_CHOSEN, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if chosen and reporter is not None:
+        reporter.write_line(f"conformance: -n auto: {chosen}")
+    if _ENGINE in config.stash:  # started by the conformance command: the run's timeout applies
+        config.stash[_ENGINE].timeout = case_timeout(config)
+    if _runs_cells(config):
+        _engine(config).start(frameworks(config))
+
+
+def _prefetches(config: pytest.Config) -> bool:
+    """Whether this process knows the cells it runs as it collects them (not an xdist worker, which is
+    handed its items one batch at a time)."""
+    return _runs_cells(config) and not hasattr(config, "workerinput")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collection queued each case's cells on the workers as it read the case; now the cells the session
+    will run are known (after -k, -m, deselection and reordering): queue the rest in that order, and
+    forget those it will not run."""
+    if _prefetches(session.config):
+        _engine(session.config).replan(_cell_of(item) for item in session.items
+                                       if isinstance(item, CaseItem) and item._kept() is None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """In an xdist worker (which learns its items one by one): queue the next cell while this one runs."""
+    if hasattr(item.config, "workerinput") and isinstance(item, CaseItem) and item.config.stash.get(_ACTIVE, False):
+        _engine(item.config).prefetch(_cell_of(i) for i in (item, nextitem)
+                                      if isinstance(i, CaseItem) and i._kept() is None)
+
+
+def _cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
+    return item.case, item.framework, item.device, item.mode
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` in a conformance run: as many processes as can pay (0, serial, where none can)."""
+    if not is_active(config):
+        return None
+    try:
+        cells = len(find_case_files(Path(config.invocation_params.dir, a.split("::")[0]) for a in config.args
+                                    if Path(config.invocation_params.dir, a.split("::")[0]).exists()))
+        per_case = sum(len(modes_for(modes(config), getattr(adapter_classes().get(f), "modes", {})))
+                       for f in frameworks(config)) * len(devices(config))
+    except OptionError:
+        return None  # configure reports it
+    count, why = parallel_processes(cells * per_case, len(frameworks(config)))
+    config.stash[_CHOSEN] = why
+    return count if count > 1 else 0
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -411,14 +488,24 @@ class CaseFile(pytest.File):
                 case.path, case.line, f"duplicate case id {case.id!r}, first defined in {seen[case.id]}"))
             return
         seen[case.id] = case.path
+        items = [CaseItem.from_parent(self, name=f"{case.id}[{label}]", case=case, framework=framework,
+                                      device=device, mode=mode)
+                 for framework, device, mode, label in _columns(self.config)]
+        if _prefetches(self.config):  # the workers start on this case while the next file is read
+            _engine(self.config).prefetch(_cell_of(item) for item in items if item._kept() is None)
+        yield from items
+
+
+def _columns(config: pytest.Config) -> list[tuple[str, str, str, str]]:
+    """(framework, device, mode, label) of every item a case expands to, worked out once per run (each
+    lookup of the adapters reads every installed entry point)."""
+    if _COLUMNS not in config.stash:
         classes = adapter_classes()
-        for framework in frameworks(self.config):
-            framework_modes = getattr(classes.get(framework), "modes", {})
-            for device in devices(self.config):
-                for mode in modes_for(modes(self.config), framework_modes):
-                    label = "-".join([framework, device] + ([mode] if mode != EAGER else []))
-                    yield CaseItem.from_parent(self, name=f"{case.id}[{label}]", case=case,
-                                               framework=framework, device=device, mode=mode)
+        config.stash[_COLUMNS] = [
+            (framework, device, mode, "-".join([framework, device] + ([mode] if mode != EAGER else [])))
+            for framework in frameworks(config) for device in devices(config)
+            for mode in modes_for(modes(config), getattr(classes.get(framework), "modes", {}))]
+    return config.stash[_COLUMNS]
 
 
 class InvalidCase(pytest.Item):
@@ -429,6 +516,10 @@ class InvalidCase(pytest.Item):
         self.error = error
 
     def runtest(self) -> None:
+        path = Path(self.error.path)
+        if path.is_absolute() and path.is_relative_to(self.config.invocation_params.dir):
+            path = path.relative_to(self.config.invocation_params.dir)
+        self.user_properties.append(("invalid_case", f"{path}:{self.error.line}: {self.error.message}"))
         raise self.error
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -456,9 +547,7 @@ class CaseItem(pytest.Item):
         self.record: dict[str, Any] | None = None
 
     def _engine(self) -> Engine:
-        if _ENGINE not in self.config.stash:
-            self.config.stash[_ENGINE] = Engine(timeout=case_timeout(self.config))
-        return self.config.stash[_ENGINE]
+        return _engine(self.config)
 
     def _kept(self) -> dict[str, Any] | None:
         """This cell's record from the results file, when --resume keeps it."""

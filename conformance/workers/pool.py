@@ -1,153 +1,381 @@
-"""Worker processes, seen from the parent: start, ask, time out, restart.
+"""Worker processes, seen from the parent: start, feed, time out, restart.
 
 The parent never imports a framework.  Each framework runs in a long-lived
-worker (its import is paid once); a worker that dies or hangs costs the cell it
-was running, is killed, and a fresh one starts for the next cell.
+worker (its import is paid once).  Requests are *pipelined*: the parent may
+queue many requests (:class:`Ticket`) on a worker at once, so the worker goes
+from one cell to the next without waiting for the parent, while the parent
+judges and records the cells already answered.  Two threads per worker move the
+bytes (one writes requests, one reads replies), so the parent never blocks on a
+pipe.
+
+Every fault still costs one cell.  A cell's deadline counts from the moment the
+worker could begin it (the previous reply, its hello, or the request, whichever
+came last); the reader thread kills a worker whose cell passes its deadline.  A
+worker that dies or is killed fails the cell it was running (``crash`` or
+``timeout``); the requests queued behind it are sent again, in order, to a fresh
+worker (:meth:`WorkerPool.wait` starts it), so each of them still gets its own
+outcome.
+
+A case is sent once per worker process, not once per cell: a request names the
+case by a key, and carries the case itself only the first time that process sees
+the key (a fresh worker after a crash gets it again).
 
 No worker outlives its run, whatever ends the run.  Both halves of that contract
 are here: the parent starts each worker as the leader of a process group of its
 own (a terminal's Ctrl-C reaches only the parent, which then ends the workers)
 and kills the whole group on close; the worker (:func:`bind_to_parent`,
-:func:`parent_lines`) asks the kernel to kill it when its parent dies, and exits
+:class:`ParentLines`) asks the kernel to kill it when its parent dies, and exits
 as soon as its stdin closes, even in the middle of a cell.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import selectors
+import select
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from queue import SimpleQueue
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
-__all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "bind_to_parent", "parent_lines"]
+__all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
+           "parent_lines", "WORKER_MODULE"]
 
 STARTUP_TIMEOUT = 300.0
-#: How long an idle worker gets to exit by itself once its stdin is closed, before it is killed.
-CLOSE_GRACE = 2.0
+WORKER_MODULE = "conformance.workers.worker"
 #: Set by the parent for the worker: its pid, and whether the parent-death signal can be used
 #: (only when the worker is started from the parent's main thread: the kernel sends that signal when
 #: the *thread* that started the child ends).
 PARENT_PID_ENV = "CONFORMANCE_PARENT_PID"
 PDEATHSIG_ENV = "CONFORMANCE_PDEATHSIG"
 _PR_SET_PDEATHSIG = 1
+#: How often a reader thread looks at its worker's deadline while no reply comes (seconds).
+_TICK = 0.25
 
 
 class WorkerCrashed(Exception):
-    def __init__(self, returncode: int | None, output: str) -> None:
+    def __init__(self, returncode: int | None, output: str, *, starting: bool = False,
+                 reason: str | None = None) -> None:
         self.returncode = returncode
         self.signal = None
         if returncode is not None and returncode < 0:
             self.signal = signal.Signals(-returncode).name
         self.output = output
+        self.starting = starting  # died before it said hello
         how = f"killed by {self.signal}" if self.signal else f"exited with status {returncode}"
-        super().__init__(f"worker {how}")
+        super().__init__(reason or f"worker {how}")
 
 
 class WorkerTimeout(Exception):
-    pass
+    def __init__(self, message: str, *, starting: bool = False) -> None:
+        super().__init__(message)
+        self.starting = starting  # never said hello
+
+
+class Ticket:
+    """One request on its way through a worker: queued, answered, or failed.
+
+    *case* is ``(key, fields)``: the case the request runs, sent with the request only to a worker
+    process that has not had that key yet."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, dict[str, Any]] | None = None,
+                 on_reply: Callable[[dict[str, Any]], None] | None = None,
+                 wakeup: threading.Event | None = None) -> None:
+        self.id = next(self._ids)
+        self.message = message
+        self.case = case
+        self.on_reply = on_reply  # called by the reader thread with the reply: keep it short, take no lock
+        self.wakeup = wakeup  # set, as well as done, when this ticket is answered or fails
+        self.timeout = timeout
+        self.reply: dict[str, Any] | None = None
+        self.error: WorkerCrashed | WorkerTimeout | None = None
+        self.info: dict[str, Any] | None = None  # the hello of the worker that answered
+        self.submitted = time.monotonic()
+        self.started: float | None = None  # when the worker could begin it: its deadline counts from here
+        self.finished: float | None = None
+        self.done = threading.Event()
+
+    def _fail(self, error: WorkerCrashed | WorkerTimeout) -> None:
+        self.error = error
+        self.finished = time.monotonic()
+        self._finish()
+
+    def _finish(self) -> None:
+        self.done.set()
+        if self.wakeup is not None:
+            self.wakeup.set()
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the worker had it: from when it could begin it to its reply."""
+        if self.started is None or self.finished is None:
+            return None
+        return self.finished - self.started
 
 
 class Worker:
-    """One framework process speaking JSON lines."""
+    """One framework process speaking JSON lines, fed through a queue of tickets."""
 
-    def __init__(self, framework: str, module: str = "conformance.workers.worker") -> None:
-        """Start ``python -m MODULE FRAMEWORK`` (the reference service is such a module too)."""
+    def __init__(self, framework: str, module: str = WORKER_MODULE, *, wait: bool = True) -> None:
+        """Start ``python -m MODULE FRAMEWORK`` (the reference service is such a module too); with
+        *wait*, return once it said hello (raising :class:`WorkerCrashed` or :class:`WorkerTimeout`)."""
         self.framework = framework
+        self.module = module
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("GLOG_minloglevel", "0")
         env[PARENT_PID_ENV] = str(os.getpid())
         env[PDEATHSIG_ENV] = "1" if threading.current_thread() is threading.main_thread() else "0"
+        self.spawned = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, framework],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
         )
         self.busy = False  # a request was sent and its reply not read yet
-        self._buffer = b""
-        self.info: dict[str, Any] = self._read(STARTUP_TIMEOUT)
+        self.lock = threading.Lock()
+        self.queue: deque[Ticket] = deque()  # sent, not answered yet, in the order the worker runs them
+        self.defined: set[Any] = set()  # case keys this process was sent
+        self.dead = False
+        self.closing = False
+        self._ended_by_us = False  # killed for a deadline or an unreadable reply: its ticket already failed
+        self.exited = threading.Event()
+        self._hello: dict[str, Any] | None = None
+        self._startup_error: WorkerCrashed | WorkerTimeout | None = None
+        self._hello_seen = threading.Event()
+        self._outbox: SimpleQueue[bytes | None] = SimpleQueue()
+        threading.Thread(target=self._write_requests, name=f"{framework}-requests", daemon=True).start()
+        self._reader = threading.Thread(target=self._read_replies, name=f"{framework}-replies", daemon=True)
+        self._reader.start()
+        if wait:
+            self.info  # noqa: B018 - waits for the hello, raising if the worker did not start
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return not (self.dead or self.closing) and self.process.poll() is None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The worker's hello (framework version, devices...); waits for it."""
+        self._hello_seen.wait()
+        if self._hello is None:
+            raise self._startup_error or WorkerCrashed(self.process.returncode, self.output_tail(), starting=True)
+        return self._hello
+
+    # -- the parent's side: queue requests, read replies ----------------------------------------
+
+    def send(self, ticket: Ticket) -> bool:
+        """Queue *ticket* on this worker; False when the worker is dead (the ticket is not taken)."""
+        with self.lock:
+            if self.dead or self.closing:
+                return False
+            message = dict(ticket.message, id=ticket.id)
+            if ticket.case is not None:
+                key, fields = ticket.case
+                message["case_key"] = key
+                if key not in self.defined:
+                    message.update(fields)
+                    self.defined.add(key)
+            ticket.started = None
+            self.queue.append(ticket)
+            self.busy = True
+            if len(self.queue) == 1 and self._hello is not None:
+                ticket.started = time.monotonic()
+            self._outbox.put((json.dumps(message) + "\n").encode())
+        return True
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-        try:
-            assert self.process.stdin is not None
-            self.process.stdin.write((json.dumps(message) + "\n").encode())
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._crashed() from None
-        self.busy = True
-        reply = self._read(timeout)
-        self.busy = False
-        return reply
+        """One request, answered before returning (raises :class:`WorkerCrashed` or :class:`WorkerTimeout`)."""
+        ticket = Ticket(message, timeout)
+        if not self.send(ticket):
+            raise self._startup_error or WorkerCrashed(self.process.returncode, self.output_tail())
+        ticket.done.wait()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.reply is not None
+        return ticket.reply
 
-    def _read(self, timeout: float) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        fd = self.process.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.kill()
-                    raise WorkerTimeout(f"no answer within {timeout:g} s")
-                if not selector.select(min(remaining, 3600.0)):
-                    continue
+    def _write_requests(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while (data := self._outbox.get()) is not None:
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError):  # the worker is gone: the reader tells the tickets
+                return
+        try:
+            stdin.close()
+        except (OSError, ValueError):
+            pass
+
+    def _deadline(self) -> tuple[float, Ticket | None] | None:
+        """When the worker must have answered next (startup, or its running cell), and for which ticket."""
+        with self.lock:
+            if self._hello is None:
+                return self.spawned + STARTUP_TIMEOUT, self.queue[0] if self.queue else None
+            if self.queue and self.queue[0].started is not None:
+                head = self.queue[0]
+                return head.started + head.timeout, head
+        return None
+
+    def _read_replies(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        buffer = b""
+        while True:
+            due = self._deadline()
+            if due is not None and time.monotonic() >= due[0]:
+                self._expire(due[1])
+                due = None
+            try:
+                ready, _, _ = select.select([fd], [], [], _TICK)
+            except (OSError, ValueError):
+                break
+            if not ready:
+                continue
+            try:
                 chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    raise self._crashed()
-                self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        try:
-            return json.loads(line)
-        except ValueError:  # a reply we cannot read: this worker is no longer in step with us
-            self.kill()
-            raise WorkerCrashed(self.process.returncode, f"unreadable reply: {line[:200]!r}") from None
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buffer += chunk
+            while b"\n" in buffer:
+                line, _, buffer = buffer.partition(b"\n")
+                if not self._take(line):
+                    self._kill()
+        self._died()
 
-    def _crashed(self) -> WorkerCrashed:
+    def _take(self, line: bytes) -> bool:
+        """One reply line; False when it cannot be read (the worker is out of step with us)."""
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            reply = None
+        now = time.monotonic()
+        with self.lock:
+            if self._ended_by_us:
+                return True  # whatever it wrote before it was killed: nobody waits for it any more
+            if self._hello is None:
+                if not isinstance(reply, dict):
+                    self._startup_error = WorkerCrashed(None, "", starting=True,
+                                                        reason=f"unreadable hello from the worker: {line[:200]!r}")
+                    return False
+                self._hello = reply
+                if self.queue:
+                    self.queue[0].started = now
+                hello_seen, ticket = True, None
+            else:
+                hello_seen = False
+                if not self.queue:
+                    return True  # a reply to a request sent behind our back: nothing waits for it
+                ticket = self.queue[0]
+                if not isinstance(reply, dict) or reply.pop("id", ticket.id) != ticket.id:
+                    self.queue.popleft()
+                    self._ended_by_us = True
+                    ticket._fail(WorkerCrashed(None, self.output_tail(),
+                                               reason=f"unreadable reply from the worker: {line[:200]!r}"))
+                    return False
+                self.queue.popleft()
+                ticket.reply, ticket.info, ticket.finished = reply, self._hello, now
+                if self.queue:
+                    self.queue[0].started = now
+                self.busy = bool(self.queue)
+        if hello_seen:
+            self._hello_seen.set()
+        if ticket is not None:
+            if ticket.on_reply is not None:
+                try:
+                    ticket.on_reply(reply)
+                except Exception:  # noqa: BLE001 - a hint for the parent; the reply itself still counts
+                    pass
+            ticket._finish()
+        return True
+
+    def _expire(self, ticket: Ticket | None) -> None:
+        """The deadline passed: kill the worker, and fail the ticket it was on (if any)."""
+        starting = self._hello is None
+        if starting:
+            self._startup_error = WorkerTimeout(f"no hello within {STARTUP_TIMEOUT:g} s", starting=True)
+        with self.lock:
+            self._ended_by_us = True
+            if ticket is not None and self.queue and self.queue[0] is ticket:
+                self.queue.popleft()
+            else:
+                ticket = None
+        self._kill()
+        if ticket is not None:
+            ticket._fail(WorkerTimeout(f"no answer within {ticket.timeout:g} s", starting=starting)
+                         if not starting else WorkerTimeout(f"no hello within {STARTUP_TIMEOUT:g} s", starting=True))
+
+    def _died(self) -> None:
+        """The worker's stdout closed: it exited, crashed or was killed.  The ticket it was running
+        fails as a crash; the tickets queued behind it stay queued for a fresh worker."""
         try:
             returncode = self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.kill()
+            self._kill()
             returncode = self.process.returncode
-        return WorkerCrashed(returncode, self.output_tail())
+        starting = self._hello is None
+        crash = WorkerCrashed(returncode, "" if self.closing else self.output_tail(), starting=starting)
+        with self.lock:
+            self.dead = True
+            ticket = self.queue.popleft() if self.queue and not (self.closing or self._ended_by_us) else None
+            self.busy = False
+        if starting and self._startup_error is None:
+            self._startup_error = crash
+        self._hello_seen.set()
+        self._outbox.put(None)
+        self.exited.set()
+        if ticket is not None:
+            ticket._fail(crash)
+
+    def take_queue(self) -> list[Ticket]:
+        """The tickets still queued on this (dead) worker, handed over to be sent again."""
+        with self.lock:
+            tickets = list(self.queue)
+            self.queue.clear()
+        return tickets
 
     def output_tail(self, limit: int = 4000) -> str:
-        self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")[-limit:]
+        try:
+            self.log.seek(0)
+            return self.log.read().decode("utf-8", "replace")[-limit:]
+        except (OSError, ValueError):
+            return ""
 
-    def kill(self) -> None:
-        """Kill the worker's whole process group, then reap the worker."""
+    def _kill(self) -> None:
         if self.process.returncode is None:  # not reaped yet, so its pid (the group's id) is still ours
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group, then reap the worker."""
+        self._kill()
         self.process.wait()
 
     def close(self) -> None:
-        """An idle worker exits when its stdin closes; a busy one (mid-cell) is killed at once."""
-        if self.alive() and not self.busy:
-            try:
-                assert self.process.stdin is not None
-                self.process.stdin.close()
-                self.process.wait(timeout=CLOSE_GRACE)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        """End the worker now, busy or idle: it has nothing left that anyone will read."""
+        with self.lock:
+            self.closing = True
+        self._outbox.put(None)
         self.kill()
-        for stream in (self.process.stdin, self.process.stdout, self.log):
+        self._reader.join(timeout=5)
+        for stream in (self.process.stdout, self.log):
             try:
                 if stream is not None:
                     stream.close()
@@ -156,23 +384,78 @@ class Worker:
 
 
 class WorkerPool:
-    """At most one live worker per framework in this process."""
+    """At most one live worker per name (a framework, or the reference service) in this process."""
 
     def __init__(self) -> None:
         self.workers: dict[str, Worker] = {}
+        self.modules: dict[str, str] = {}
+        self.lock = threading.RLock()
+        self.wakeup = threading.Event()  # set whenever one of this pool's tickets is answered or fails
 
-    def get(self, framework: str, module: str = "conformance.workers.worker") -> Worker:
-        worker = self.workers.get(framework)
-        if worker is None or not worker.alive():
-            if worker is not None:
-                worker.close()
-            worker = self.workers[framework] = Worker(framework, module)
+    def start(self, name: str, module: str = WORKER_MODULE) -> Worker:
+        """The live worker for *name*, started now (without waiting for its hello) if there is none."""
+        with self.lock:
+            self.modules[name] = module
+            worker = self.workers.get(name)
+            if worker is not None and not worker.dead and worker.process.poll() is not None:
+                worker.exited.wait(15)  # exited: let its reader fail the ticket it was on before the rest move
+            if worker is None or not worker.alive():
+                queued = worker.take_queue() if worker is not None else []
+                if worker is not None:
+                    worker.close()
+                worker = self.workers[name] = Worker(name, module, wait=False)
+                for ticket in queued:  # requests a dead worker never answered: a fresh one runs them
+                    worker.send(ticket)
+            return worker
+
+    def get(self, name: str, module: str = WORKER_MODULE) -> Worker:
+        """The live worker for *name*, once it said hello (:class:`WorkerCrashed`/:class:`WorkerTimeout`
+        when it could not start)."""
+        worker = self.start(name, module)
+        worker.info  # noqa: B018 - raises when it did not start
         return worker
 
-    def discard(self, framework: str) -> None:
-        worker = self.workers.pop(framework, None)
+    def submit(self, name: str, message: dict[str, Any], timeout: float,
+               case: tuple[Any, dict[str, Any]] | None = None, module: str = WORKER_MODULE,
+               on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
+        """Queue a request on *name*'s worker (started if need be) and return its ticket at once."""
+        ticket = Ticket(message, timeout, case, on_reply, self.wakeup)
+        with self.lock:
+            while not self.start(name, self.modules.get(name, module)).send(ticket):
+                pass  # it died just now: start another
+        return ticket
+
+    def wait(self, ticket: Ticket, idle: Callable[[], None] | None = None) -> dict[str, Any]:
+        """The reply of *ticket* (:class:`WorkerCrashed`/:class:`WorkerTimeout` for its cell).  While
+        waiting, a worker that died with requests still queued is replaced and they are sent again, and
+        *idle* runs each time any ticket of the pool is answered."""
+        while True:
+            if idle is not None:
+                idle()
+            self.revive()
+            if ticket.done.is_set():
+                break
+            self.wakeup.wait(_TICK)
+            self.wakeup.clear()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.reply is not None
+        return ticket.reply
+
+    def revive(self) -> None:
+        """Replace each dead worker that still has requests queued, and send them to the new one."""
+        with self.lock:
+            for name, worker in list(self.workers.items()):
+                if worker.dead and worker.queue:
+                    self.start(name, self.modules.get(name, WORKER_MODULE))
+
+    def discard(self, name: str) -> None:
+        with self.lock:
+            worker = self.workers.pop(name, None)
         if worker is not None:
             worker.close()
+            for ticket in worker.take_queue():
+                ticket._fail(WorkerCrashed(worker.process.returncode, "the worker was closed"))
 
     def close(self) -> None:
         for name in list(self.workers):
@@ -184,7 +467,7 @@ class WorkerPool:
 def bind_to_parent() -> None:
     """In a worker: die with the parent that started it (Linux's parent-death signal).
 
-    Elsewhere, or when the parent started it from a thread other than its main one, :func:`parent_lines`
+    Elsewhere, or when the parent started it from a thread other than its main one, :class:`ParentLines`
     still ends the worker when the parent's end of stdin closes."""
     if os.environ.get(PDEATHSIG_ENV) != "1" or not sys.platform.startswith("linux"):
         return
@@ -209,22 +492,32 @@ def _running(pid: int) -> bool:
     return True
 
 
-def parent_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """In a worker: the request lines from the parent.  When the parent closes the pipe (or dies), an
-    idle worker's loop ends; a worker in the middle of a cell exits at once, since no one will read
-    its reply."""
-    lines: SimpleQueue[bytes | None] = SimpleQueue()
-    busy = threading.Event()
+class ParentLines:
+    """In a worker: the request lines from the parent, read by a thread from the moment it is made (so
+    the parent's queued requests are drained from the pipe even while the framework is imported).
+    When the parent closes the pipe (or dies), an idle worker's loop ends; a worker in the middle of a
+    request exits at once, since no one will read its reply."""
 
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-        if busy.is_set():
+    def __init__(self, stream: BinaryIO) -> None:
+        self._lines: SimpleQueue[bytes | None] = SimpleQueue()
+        self._busy = threading.Event()
+        self._stream = stream
+        threading.Thread(target=self._pump, name="parent-lines", daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self._stream:
+            self._lines.put(line)
+        if self._busy.is_set():
             os._exit(0)
-        lines.put(None)
+        self._lines.put(None)
 
-    threading.Thread(target=pump, name="parent-lines", daemon=True).start()
-    while (line := lines.get()) is not None:
-        busy.set()
-        yield line
-        busy.clear()
+    def __iter__(self) -> Iterator[bytes]:
+        while (line := self._lines.get()) is not None:
+            self._busy.set()
+            yield line
+            self._busy.clear()
+
+
+def parent_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """In a worker: the request lines from the parent (see :class:`ParentLines`)."""
+    return iter(ParentLines(stream))

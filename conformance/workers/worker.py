@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from conformance.adapter import Adapter, load_adapter
-from conformance.case.load import case_from_message
+from conformance.case.load import Case, case_from_message
 from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
@@ -146,9 +146,10 @@ class _CapturedOutput:
         self.text = data.decode("utf-8", "replace")[-MAX_NATIVE_OUTPUT:]
 
 
-def run_case(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
-    """Translate and execute one case; report what the framework did, unjudged."""
-    case = case_from_message(request)
+def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None) -> dict[str, Any]:
+    """Translate and execute one case (*case*, else the one the request carries); report what the
+    framework did, unjudged."""
+    case = case if case is not None else case_from_message(request)
     device = request["device"]
     problem = adapter.device_problem(device)
     if problem:
@@ -229,9 +230,10 @@ def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
 
 
 def main(argv: list[str] | None = None) -> int:
-    from conformance.workers.pool import bind_to_parent, parent_lines  # the lifecycle contract
+    from conformance.workers.pool import ParentLines, bind_to_parent  # the lifecycle contract
 
     bind_to_parent()  # before the framework import, which takes seconds: never outlive the parent
+    requests = ParentLines(sys.stdin.buffer)  # drains the parent's queued requests from now on
     argv = sys.argv[1:] if argv is None else argv
     framework = argv[0]
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -244,11 +246,17 @@ def main(argv: list[str] | None = None) -> int:
     exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
                                     ["cpu", "gpu"])) + "\n")
-    for line in parent_lines(sys.stdin.buffer):  # ends, or exits mid-cell, when the parent goes
+    cases: dict[Any, Case] = {}  # a case is sent once per process, under a key; later requests name the key
+    for line in requests:  # ends, or exits mid-cell, when the parent goes
         request = json.loads(line)
         try:
+            key = request.get("case_key")
+            if key is not None and "case" in request:
+                cases[key] = case_from_message(request)
             if request["cmd"] == "run":
-                reply = run_case(adapter, request)
+                if key is not None and key not in cases:
+                    raise KeyError(f"case key {key!r} was never sent to this worker")
+                reply = run_case(adapter, request, cases.get(key))
             elif request["cmd"] == "render":
                 case = case_from_message(request)
                 program = translate(case, adapter, request["device"], harness=False,
@@ -258,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
                 reply = {"status": "error", "message": f"unknown command {request['cmd']!r}"}
         except Exception:  # noqa: BLE001 - a harness fault, reported as such
             reply = {"status": "error", "message": traceback.format_exc(limit=6)}
+        if "id" in request:
+            reply["id"] = request["id"]  # the parent checks that replies come in the order of requests
         protocol.write(json.dumps(reply) + "\n")
     return 0
 

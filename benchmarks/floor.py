@@ -1,0 +1,353 @@
+"""Benchmark: ``conformance run`` against the floor, from one run.
+
+The floor of a framework is one plain interpreter that imports the framework
+once and runs every case's ``conformance show`` program back to back (the
+programs are generated once, beforehand, through the same worker command that
+``conformance show`` uses; then only running them is timed).  Against it this
+script prints, from one run:
+
+* per framework: the bare import time (``python -c "import torch"``) and the floor;
+* the whole catalogue through ``conformance run`` (cpu device, eager mode) for
+  each framework alone and for all of them, serially and with ``-n 2`` and
+  ``-n auto``, each with its ratio to the floor (the sum of the frameworks' floors
+  when they all run);
+* the catalogue replicated 1x, 4x and 16x (copies with fresh ids in a temporary
+  folder): cells per second, and the marginal milliseconds per cell (the slope
+  between replications) of the harness and of the floor replicated the same
+  way, and their difference: what the harness costs per cell above the
+  framework's own work;
+* peak memory (VmHWM) of the pytest process and of each worker of the serial
+  and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s.
+
+Every figure comes from a single run (no best-of): the machine's load average
+is printed before and after, so a figure taken on a busy machine can be told.
+A benchmark, run by hand, never a test: it asserts nothing.
+
+    python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,4,16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.adapter import adapter_classes, is_installed
+from conformance.case.load import find_case_files, load_cases
+from conformance.workers.pool import Worker
+
+PYTHON = sys.executable
+
+#: Runs the programs of one framework back to back in one interpreter: the floor.
+FLOOR_RUNNER = textwrap.dedent("""
+    import importlib, os, sys
+    framework, folder, times = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    importlib.import_module(framework)
+    programs = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with open(path, encoding="utf-8") as handle:
+            programs.append((path, handle.read()))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # the programs print their observations; the floor does not pay a terminal
+    for _ in range(times):
+        for path, source in programs:
+            try:
+                exec(compile(source, path, "exec"), {"__name__": "__main__"})
+            except Exception:
+                pass  # a raise is what some cases are about
+    sys.stdout.flush()
+""")
+
+
+@dataclass
+class Run:
+    """One timed subprocess: wall seconds, exit status, cells written, peak memory by process."""
+
+    label: str
+    seconds: float
+    returncode: int
+    cells: int = 0
+    peaks: dict[str, int] = field(default_factory=dict)  # role -> VmHWM in KiB
+    output: str = ""
+
+
+# -- sampling the peak memory of a process tree ------------------------------------------------------
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    head, _, rest = text.rpartition(")")
+    return int(rest.split()[1]), head
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _stat(int(name))
+            if stat:
+                parents[int(name)] = stat[0]
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _role(pid: int, root: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    words = [a.decode(errors="replace") for a in argv if a]
+    if pid == root:
+        return "pytest (conformance run)"
+    if "conformance.workers.worker" in words:
+        return f"worker {words[-1]}"
+    if "conformance.judge.service" in words:
+        return "reference service"
+    if any("execnet" in w or "exec(eval(" in w for w in words) or "-c" in words:
+        return "xdist process"
+    return Path(words[0]).name if words else "?"
+
+
+def _peak_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class PeakSampler(threading.Thread):
+    """Samples the high-water mark of every process under *root* until stopped."""
+
+    def __init__(self, root: int, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.root, self.interval = root, interval
+        self.seen: dict[int, tuple[str, int]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for pid in {self.root} | _descendants(self.root):
+                peak = _peak_kib(pid)
+                if peak is not None:
+                    role = self.seen.get(pid, (None, 0))[0] or _role(pid, self.root)
+                    self.seen[pid] = (role, max(peak, self.seen.get(pid, ("", 0))[1]))
+            self.done.wait(self.interval)
+
+    def peaks(self) -> dict[str, int]:
+        """The largest peak per role, with the number of processes of that role."""
+        by_role: dict[str, list[int]] = {}
+        for role, peak in self.seen.values():
+            by_role.setdefault(role, []).append(peak)
+        return {f"{role} (x{len(v)})" if len(v) > 1 else role: max(v) for role, v in sorted(by_role.items())}
+
+
+def timed(label: str, argv: list[str], cwd: Path, sample: bool = False, env: dict | None = None) -> Run:
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=None if env is None else {**os.environ, **env})
+    sampler = PeakSampler(process.pid) if sample and Path("/proc/self/status").exists() else None
+    if sampler:
+        sampler.start()
+    output = process.communicate()[0]
+    seconds = time.perf_counter() - started
+    if sampler:
+        sampler.done.set()
+        sampler.join()
+    return Run(label, seconds, process.returncode, peaks=sampler.peaks() if sampler else {}, output=output)
+
+
+# -- the floor ---------------------------------------------------------------------------------------
+
+def generate_programs(framework: str, cases: list, folder: Path) -> int:
+    """Every case's ``conformance show`` program (cpu, eager), written once; how many."""
+    folder.mkdir(parents=True, exist_ok=True)
+    worker = Worker(framework)
+    try:
+        for number, case in enumerate(sorted(cases, key=lambda c: c.path)):
+            reply = worker.request({"cmd": "render", "device": "cpu", "mode": "eager", **case.to_message()},
+                                   timeout=120)
+            source = reply.get("source")
+            if source is None:
+                raise SystemExit(f"cannot render {case.id} for {framework}: {reply.get('message')}")
+            (folder / f"{number:05d}_{case.id}.py").write_text(source, encoding="utf-8")
+    finally:
+        worker.close()
+    return len(cases)
+
+
+def floor(framework: str, folder: Path, times: int, cwd: Path) -> Run:
+    return timed(f"floor {framework} x{times}", [PYTHON, "-c", FLOOR_RUNNER, framework, str(folder), str(times)], cwd)
+
+
+def bare_import(framework: str, cwd: Path) -> Run:
+    return timed(f"import {framework}", [PYTHON, "-c", f"import {framework}"], cwd)
+
+
+# -- the harness -------------------------------------------------------------------------------------
+
+def conformance_run(label: str, paths: list[str], frameworks: list[str], cwd: Path, scratch: Path,
+                    extra: tuple[str, ...] = (), sample: bool = False) -> Run:
+    results = scratch / f"{re.sub(r'[^a-z0-9]+', '-', label.lower())}.jsonl"
+    argv = [PYTHON, "-m", "conformance.cli", "run", *paths, "--device", "cpu", "--no-baselines",
+            "--results", str(results), "--summary", str(results.with_suffix(".md"))]
+    argv += [f"--framework={f}" for f in frameworks] + list(extra)
+    run = timed(label, argv, cwd, sample=sample)
+    run.cells = sum(1 for line in results.read_text().splitlines() if line.strip()) if results.exists() else 0
+    return run
+
+
+def replicate(case_files: list[Path], root: Path, times: int) -> Path:
+    """*times* copies of every case, each with a fresh id, one folder per topic as in the catalogue."""
+    target = root / f"x{times}"
+    for path in case_files:
+        text = path.read_text(encoding="utf-8")
+        match = re.search(r"^id:\s*([A-Za-z0-9_]+)\s*$", text, flags=re.M)
+        if match is None:
+            raise SystemExit(f"{path}: no top-level 'id:' line to rewrite")
+        folder = target / path.parent.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for copy in range(times):
+            fresh = f"{match.group(1)}_r{copy}"
+            (folder / f"{fresh}.yaml").write_text(text[:match.start(1)] + fresh + text[match.end(1):], encoding="utf-8")
+    return target
+
+
+# -- printing ----------------------------------------------------------------------------------------
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def check(run: Run) -> str:
+    """A note when a run did not end as a clean run does (0: every cell ran; 1: a harness error)."""
+    if run.returncode == 0:
+        return ""
+    tail = [line for line in run.output.splitlines() if line.strip()][-3:]
+    return f"   [exit {run.returncode}: {' | '.join(tail)[:300]}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="cases", help="the catalogue [cases]")
+    parser.add_argument("--framework", action="append", help="framework (repeatable) [every installed one]")
+    parser.add_argument("--replicas", default="1,4,16", help="replication factors [1,4,16]")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
+    args = parser.parse_args()
+
+    cwd = Path.cwd()
+    frameworks = args.framework or [n for n, c in adapter_classes().items() if is_installed(c)]
+    factors = [int(f) for f in args.replicas.split(",")]
+    cases, errors = load_cases([args.cases])
+    if errors:
+        raise SystemExit(f"{len(errors)} invalid case file(s) under {args.cases}; fix them first: {errors[0]}")
+    case_files = find_case_files([args.cases])
+    scratch = Path(tempfile.mkdtemp(prefix="conformance-bench-"))
+    print(f"benchmark: {len(cases)} cases under {args.cases}; frameworks {', '.join(frameworks)}; cpu, eager; "
+          f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
+    print(f"load average before: {load_average()}")
+    try:
+        _measure(frameworks, factors, cases, case_files, cwd, scratch, args.cases)
+    finally:
+        print(f"load average after: {load_average()}")
+        if args.keep:
+            print(f"kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print("\nreproduce: cd <checkout> && python benchmarks/floor.py "
+          + (f"--cases {args.cases} " if args.cases != "cases" else "")
+          + "".join(f"--framework {f} " for f in args.framework or [])
+          + (f"--replicas {args.replicas}" if args.replicas != "1,4,16" else "")
+          + "\n  (one run, no best-of; check `uptime` first: other processes on the machine change every figure)")
+
+
+def _measure(frameworks: list[str], factors: list[int], cases: list, case_files: list[Path], cwd: Path,
+             scratch: Path, catalogue: str) -> None:
+    # 1. the floor: programs generated once, then only running them is timed
+    print("\n== the floor (one interpreter per framework: import once, run every case's program) ==")
+    startup = timed("python -c pass", [PYTHON, "-c", "pass"], cwd)
+    print(f"  bare interpreter start                {startup.seconds:7.2f} s")
+    floors: dict[str, dict[int, Run]] = {}
+    for framework in frameworks:
+        folder = scratch / "programs" / framework
+        generate_programs(framework, cases, folder)
+        imported = bare_import(framework, cwd)
+        floors[framework] = {k: floor(framework, folder, k, cwd) for k in sorted({1, *factors})}
+        one = floors[framework][1]
+        print(f"  {framework:8s} bare import             {imported.seconds:7.2f} s{check(imported)}")
+        print(f"  {framework:8s} floor, {len(cases)} programs      {one.seconds:7.2f} s   "
+              f"({(one.seconds - imported.seconds) / len(cases) * 1000:.1f} ms per program above the import)"
+              f"{check(one)}")
+    total_floor = sum(f[1].seconds for f in floors.values())
+    if len(frameworks) > 1:
+        print(f"  all frameworks, one after the other   {total_floor:7.2f} s")
+
+    # 2. the catalogue through conformance run
+    print(f"\n== the catalogue through `conformance run {catalogue} --device cpu` ==")
+    rows = []
+    for framework in frameworks:
+        rows.append((conformance_run(f"{framework} serial", [catalogue], [framework], cwd, scratch),
+                     floors[framework][1].seconds))
+    if len(frameworks) > 1:
+        rows.append((conformance_run("all serial", [catalogue], frameworks, cwd, scratch, sample=True), total_floor))
+    rows.append((conformance_run("all -n 2", [catalogue], frameworks, cwd, scratch, ("-n", "2"), sample=True),
+                 total_floor))
+    rows.append((conformance_run("all -n auto", [catalogue], frameworks, cwd, scratch, ("-n", "auto")),
+                 total_floor))
+    for run, against in rows:
+        print(f"  {run.label:14s} {run.cells:5d} cells {run.seconds:7.2f} s   {run.seconds / against:5.2f}x the floor "
+              f"({against:.2f} s){check(run)}")
+        chosen = [line for line in run.output.splitlines() if line.startswith("conformance: -n")]
+        if chosen:
+            print(f"      {chosen[0]}")
+    print("  peak memory (VmHWM), sampled every 0.25 s:")
+    for run, _ in rows:
+        if run.peaks:
+            print(f"    {run.label}: " + "; ".join(f"{role} {kib / 1024:.0f} MiB" for role, kib in run.peaks.items()))
+
+    # 3. the catalogue replicated: cells per second and the marginal cost per cell
+    print(f"\n== the catalogue replicated {', '.join(f'{k}x' for k in factors)} (fresh ids, temporary folder) ==")
+    folders = {k: replicate(case_files, scratch / "replicas", k) for k in factors}
+    groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
+    for group in groups:
+        name = "+".join(group)
+        runs = {k: conformance_run(f"{name} x{k}", [str(folders[k])], group, cwd, scratch) for k in factors}
+        floor_of = {k: sum(floors[f][k].seconds for f in group) for k in factors}
+        for k in factors:
+            run = runs[k]
+            print(f"  {name:13s} x{k:<3d} {run.cells:6d} cells {run.seconds:8.2f} s  {run.cells / run.seconds:7.1f} "
+                  f"cells/s   floor {floor_of[k]:7.2f} s  ({run.seconds / floor_of[k]:.2f}x){check(run)}")
+        for low, high in zip(factors, factors[1:]):
+            cells = runs[high].cells - runs[low].cells
+            if cells <= 0:
+                continue
+            harness = (runs[high].seconds - runs[low].seconds) / cells * 1000
+            own = (floor_of[high] - floor_of[low]) / cells * 1000
+            print(f"  {name:13s} marginal x{low}->x{high}: harness {harness:6.2f} ms/cell, floor {own:6.2f} ms/cell, "
+                  f"above the framework's own work {harness - own:+6.2f} ms/cell")
+
+
+if __name__ == "__main__":
+    main()
