@@ -140,12 +140,16 @@ def _call_fuzz(d):
     if module is None:
         return None
     kind = d.kind(module)
+    weight = d.shape(f"{module}.weight" if kind == "linear" else f"{module}.weight_ih") if kind in ("linear", "rnn") \
+        else ()
+    if kind in ("linear", "rnn") and len(weight) != 2:  # a parameter resized in place: no input fits
+        return None
     if kind == "linear":
-        fan_in = d.shape(f"{module}.weight")[1]
+        fan_in = weight[1]
         inputs = [d.tensor(where=lambda f: len(f.shape) in (1, 2) and f.shape[-1] == fan_in,
                            fresh=(d.size(), fan_in))]
     elif kind == "rnn":
-        hidden, fan_in = d.shape(f"{module}.weight_ih")
+        hidden, fan_in = weight
         inputs = [d.tensor(where=lambda f: len(f.shape) == 3 and f.shape[-1] == fan_in,
                            fresh=(d.size(), d.size(), fan_in))]
         if inputs[0] is not None and d.boolean():
