@@ -275,3 +275,16 @@ def test_the_command_reports_throughput_and_findings(tmp_path: Path) -> None:
     assert "programs/s" in run.stdout and "found:" in run.stdout
     data = json.loads(report_file.read_text())
     assert data["ran"] == 12 and data["seed"] == 2 and data["budget"] == 12
+
+
+def test_an_op_whose_rule_breaks_costs_programs_never_the_run(monkeypatch) -> None:
+    def broken(d):
+        raise ValueError("a rule with a bug")
+
+    monkeypatch.setitem(OPS, "negate", Op("negate", "-t", args=("tensor",), fuzz=broken,
+                                          run_reference=_negate().run_reference))
+    source = Source(4)
+    for _ in range(100):
+        source.next()
+    assert "a rule with a bug" in source.excluded["negate"]
+    assert any("fuzz rule of negate" in str(bug) for bug in source.bugs)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from hypothesis import given, reject, settings
+from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis import strategies as st
 
 from conformance.case import _yaml
@@ -238,10 +239,11 @@ class Source:
             self._last.clear()
             try:
                 buffer = self._fuzz(self.random.randbytes(INPUT_BYTES))
-            except GeneratorBug as bug:
-                self.bugs.append(bug)
+            except Exception as exc:  # noqa: BLE001 - a fault of the fuzzer costs one program, never the run
                 if not self.exclude_faulty:
                     raise
+                bug = exc if isinstance(exc, GeneratorBug) else GeneratorBug(f"{type(exc).__name__}: {exc}")
+                self.bugs.append(bug)
                 if bug.op in self.ops and bug.op != "tensor":  # "tensor": the generator's own fresh operands
                     self.excluded[bug.op] = f"its drawn steps need a fuzz rule: {bug.message}"
                     self._use({name: op for name, op in self.ops.items() if name != bug.op})
@@ -463,7 +465,13 @@ class _Builder:
     def step_data(self, op: Op, d: "Draw", scope: dict[str, str]) -> dict | None:
         given: dict[str, Any] = {}
         if callable(op.fuzz):
-            drawn = op.fuzz(d)
+            try:
+                drawn = op.fuzz(d)
+            except (GeneratorBug, UnsatisfiedAssumption):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the op's rule broke: its fault, named as such
+                raise GeneratorBug(f"the fuzz rule of {op.name} raised {type(exc).__name__}: {exc}", d._steps.data,
+                                   op.name) from exc
             if drawn is None:
                 return None
             given = dict(drawn)
