@@ -106,6 +106,11 @@ class PaddleAdapter(Adapter):
     def spell_view(self, w: Any, step: Any) -> None:
         w.emit(f"{w.out(step)} = " + w.method(step.args[0], "view", lit(step.fields["shape"])))
 
+    def spell_copy_(self, w: Any, step: Any) -> None:
+        # Paddle 2.x and 3.0 take copy_(src, blocking) with blocking required (one argument is rejected,
+        # and the rejection's message reads stray memory); 3.x still accepts it: the form that works.
+        w.emit(w.bind(step) + w.method(step.args[0], "copy_", step.args[1], "True"))
+
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
         w.emit(f"{step.args[0]}.stop_gradient = False")
 
