@@ -216,12 +216,14 @@ def _sin_on_a_leaf(program: Program) -> bool:
 
 
 @needs_framework
-def test_verdicts_are_the_same_when_programs_run_again_in_other_batches() -> None:
+def test_verdicts_are_the_same_in_other_batches_and_fresh_engines() -> None:
     source = Source(9)
     drawn = [source.next() for _ in range(24)]
-    with Runner(INSTALLED, timeout=60) as runner:
+    with Runner(INSTALLED, timeout=60, recycle=10) as runner:  # a fresh engine every 10 programs
         together = runner.run([d.program.case(f"p{d.number}") for d in drawn])
+        first_engine = runner.engine
         apart = [runner.run([d.program.case(f"q{d.number}")])[0] for d in reversed(drawn)]
+        assert runner.engine is not first_engine
     assert [v.signature for v in together] == [v.signature for v in reversed(apart)]
 
 

@@ -1,34 +1,37 @@
 """Running generated programs as the suite runs its cells, in batches, for a seed and a budget.
 
-Each program runs in the suite's own long-lived workers (one per framework: a
-crash or a hang costs that program, the worker is replaced, the run goes on) and
-in the reference service, and each cell is judged by the suite's ``classify``:
-a fuzzed program gets exactly the outcome ``conformance run`` would give it as a
-case.  The frameworks and the reference work on a batch at the same time (one
-thread waits on each process), while the next batch is drawn.
+Each program runs as a case through the suite's own :class:`~conformance.engine.Engine`: its
+cells are prefetched on every framework's long-lived worker (a crash or a hang costs that
+program, the worker is replaced, the run goes on), the reference service judges them, and each
+cell's outcome is exactly what ``conformance run`` gives the case.  The next batch is drawn
+while the workers run the last one.
 
-The programs, and so the verdicts, depend only on the seed and the budget: the
-batch size changes how the work is spread, not what is run.
+An engine keeps every case it has sent (so does each worker): right for a catalogue, unbounded
+for tens of thousands of generated programs.  The runner therefore replaces its engine every
+:data:`RECYCLE` programs, between batches; that costs one worker start and changes no verdict.
+
+The programs, and so the verdicts, depend only on the seed and the budget: the batch size changes
+how the work is spread, not what is run.
 """
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
+from conformance.adapter import adapter_classes, installed_version
 from conformance.case.load import Case
-from conformance.engine import REFERENCE_SERVICE, Engine
+from conformance.engine import Engine
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
 from conformance.fuzz.generate import Drawn, Source
 from conformance.fuzz.verdict import Cell, Verdict, judge
-from conformance.judge.classify import classify
 
-__all__ = ["Runner", "Tried", "campaign", "case_id"]
+__all__ = ["Runner", "Tried", "campaign", "case_id", "RECYCLE"]
 
 #: Where generated programs say they live (no file is written for them).
 VIRTUAL_FOLDER = FOUND_FOLDER.as_posix()
+#: Programs an engine (and its workers) runs before it is replaced by a fresh one.
+RECYCLE = 4000
 
 
 def case_id(seed: int, number: int) -> str:
@@ -38,36 +41,58 @@ def case_id(seed: int, number: int) -> str:
 class Runner:
     """Runs programs through every given framework's worker and the reference service, and judges them."""
 
-    def __init__(self, frameworks: Sequence[str], device: str = "cpu", timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, frameworks: Sequence[str], device: str = "cpu", timeout: float = DEFAULT_TIMEOUT,
+                 recycle: int = RECYCLE) -> None:
         self.frameworks = list(frameworks)
         self.device = device
-        self.engine = Engine(timeout=timeout)
-        #: seconds each framework's worker spent on programs, and the reference service
-        self.busy = {name: 0.0 for name in [*self.frameworks, REFERENCE_SERVICE]}
-        self.versions: dict[str, str] = {}
-        self._threads = ThreadPoolExecutor(max_workers=len(self.frameworks) + 1, thread_name_prefix="fuzz")
+        self.timeout = timeout
+        self.recycle = recycle
+        #: seconds each framework's worker had programs (from each cell's timing)
+        self.busy = {name: 0.0 for name in self.frameworks}
+        classes = adapter_classes()
+        self.versions = {name: installed_version(classes[name]) or "unknown" for name in self.frameworks}
+        self.engine: Engine | None = None
+        self._sent = 0
 
     def start(self) -> dict[str, str]:
-        """Start the workers from this (the main) thread, so they are bound to this process; return the
+        """Start the workers and the reference service (their imports overlap what comes next); return the
         framework versions."""
-        for name in self.frameworks:
-            self.versions[name] = self.engine.pool.get(name).info.get("framework_version", "unknown")
-        self.engine.pool.get(REFERENCE_SERVICE, module="conformance.judge.service")
+        self.engine = Engine(timeout=self.timeout)
+        self.engine.start(self.frameworks)
+        self._sent = 0
         return dict(self.versions)
 
     def submit(self, cases: Sequence[Case]) -> Callable[[], list[Verdict]]:
-        """Start running *cases*; the returned function waits for their verdicts."""
+        """Queue *cases* on the workers; the returned function waits for their verdicts.  Call it before
+        the next submit."""
         cases = list(cases)
-        references = self._threads.submit(self._references, cases)
-        replies = {name: self._threads.submit(self._replies, name, cases) for name in self.frameworks}
-        return lambda: self._verdicts(cases, references, replies)
+        if self.engine is None or self._sent >= self.recycle:
+            if self.engine is not None:
+                self.engine.close()
+            self.start()
+        assert self.engine is not None
+        engine = self.engine
+        self._sent += len(cases)
+        engine.prefetch([(case, name, self.device, "eager") for case in cases for name in self.frameworks])
+        return lambda: [self._verdict(engine, case) for case in cases]
 
     def run(self, cases: Sequence[Case]) -> list[Verdict]:
         return self.submit(cases)()
 
+    def _verdict(self, engine: Engine, case: Case) -> Verdict:
+        cells = {}
+        for name in self.frameworks:
+            record = engine.run_cell(case, name, self.device)
+            self.busy[name] += float(record["timings"].get("cell_seconds") or 0.0)
+            if record.get("framework_version"):
+                self.versions[name] = record["framework_version"]
+            cells[name] = Cell(record["outcome"], record["details"])
+        return judge(case, cells)
+
     def close(self) -> None:
-        self._threads.shutdown(wait=True)
-        self.engine.pool.close()
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
 
     def __enter__(self) -> "Runner":
         self.start()
@@ -75,41 +100,6 @@ class Runner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- the two halves of Engine.run_cell, per batch --------------------------------------------
-
-    def _references(self, cases: list[Case]) -> list[tuple]:
-        started = time.perf_counter()
-        try:
-            return [self.engine._ask_reference(case) for case in cases]  # noqa: SLF001 - run_cell's own path
-        finally:
-            self.busy[REFERENCE_SERVICE] += time.perf_counter() - started
-
-    def _replies(self, framework: str, cases: list[Case]) -> list[dict[str, Any]]:
-        started = time.perf_counter()
-        try:
-            return [self.engine._execute(case, framework, self.device, "eager")[0]  # noqa: SLF001
-                    for case in cases]
-        finally:
-            self.busy[framework] += time.perf_counter() - started
-
-    def _verdicts(self, cases: list[Case], references: Future, replies: dict[str, Future]) -> list[Verdict]:
-        answers = references.result()
-        by_framework = {name: future.result() for name, future in replies.items()}
-        verdicts = []
-        for i, case in enumerate(cases):
-            cells = {}
-            for name in self.frameworks:
-                reply = by_framework[name][i]
-                reference = failure = None
-                if reply["status"] in ("completed", "raised"):  # as Engine.run_cell: only results are judged
-                    reference, failure, harness_error = answers[i]
-                    if harness_error is not None:
-                        reply = {"status": "error", "message": harness_error}
-                outcome, details = classify(case, reply, reference, failure)
-                cells[name] = Cell(outcome, details)
-            verdicts.append(judge(case, cells))
-        return verdicts
 
 
 @dataclass(frozen=True)
