@@ -421,8 +421,13 @@ class WorkerPool:
         """Queue a request on *name*'s worker (started if need be) and return its ticket at once."""
         ticket = Ticket(message, timeout, case, on_reply, self.wakeup)
         with self.lock:
-            while not self.start(name, self.modules.get(name, module)).send(ticket):
-                pass  # it died just now: start another
+            worker = self.workers.get(name)
+            # A busy worker that died unnoticed may still take the ticket: its reader fails only the
+            # request it was running, and the rest (this one too) go to a fresh worker.  An idle one is
+            # asked whether it still runs (a system call, spared while requests are queued).
+            if worker is None or (not worker.queue and not worker.alive()) or not worker.send(ticket):
+                while not self.start(name, self.modules.get(name, module)).send(ticket):
+                    pass  # it died just now: start another
         return ticket
 
     def wait(self, ticket: Ticket, idle: Callable[[], None] | None = None) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""The case reader's two paths (libyaml's events, the pure-Python scanner) read every file alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.case import _yaml
+
+from .conftest import ROOT
+
+FILES = sorted((ROOT / "cases").rglob("*.yaml")) + sorted((ROOT / "tests" / "data").rglob("*.yaml"))
+
+
+def _pure_python(path: Path):
+    """What the pure-Python reader alone makes of *path*: (data, lines), or its error."""
+    original = _yaml._read_fast
+    _yaml._read_fast = lambda text: None
+    try:
+        return _yaml.load(path)
+    except _yaml.LoadError as exc:
+        return ("error", exc.line, exc.message)
+    finally:
+        _yaml._read_fast = original
+
+
+def _as_read(path: Path):
+    try:
+        return _yaml.load(path)
+    except _yaml.LoadError as exc:
+        return ("error", exc.line, exc.message)
+
+
+@pytest.mark.skipif(_yaml._FastComposer is None, reason="PyYAML without libyaml")
+def test_both_readers_give_the_same_data_lines_and_errors() -> None:
+    assert len(FILES) > 100
+    for path in FILES:
+        assert _as_read(path) == _pure_python(path), path
+
+
+@pytest.mark.skipif(_yaml._FastComposer is None, reason="PyYAML without libyaml")
+def test_the_fast_reader_reads_valid_files_and_leaves_every_problem_to_the_other() -> None:
+    valid = ROOT / "cases" / "seed" / "leaf_sin_inplace.yaml"
+    assert _yaml._read_fast(valid.read_text()) is not None
+    for text in ("a: *x\n", "a: &x 1\n", "a: [1, 2}\n", "a: 1\n---\nb: 2\n", "# only a comment\n", "a: \x07\n",
+                 "a:" + " [" * 40 + " ]" * 40 + "\n"):
+        assert _yaml._read_fast(text) is None, text
