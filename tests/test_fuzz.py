@@ -16,7 +16,7 @@ from conformance.fuzz.generate import GeneratorBug, Program, Source, fuzzable_op
 from conformance.fuzz.run import Runner
 from conformance.fuzz.shrink import shrink
 from conformance.fuzz.verdict import ERROR, FINDING, NOTHING, REFERENCE, Cell, Verdict, judge
-from conformance.fuzz.write import KnownCases, canonical, case_text, write_case
+from conformance.fuzz.write import KnownCases, canonical, case_text, variant_key, write_case
 from conformance.judge.reference import run_reference
 from conformance.ops import OPS, Op
 from conformance.records.results import read_records
@@ -159,9 +159,13 @@ def test_the_same_program_up_to_names_and_values_is_known() -> None:
     other = Program(PROGRAM.steps[:1] + ({"op": "cos_", "args": ["t1"]},) + PROGRAM.steps[2:])
     assert canonical(other.steps) != canonical(PROGRAM.steps)
     known = KnownCases([])
-    known.add("hand_written", list(renamed.steps) + [{"observe": "grad", "of": "x"}])
+    known.add(Program(renamed.steps + ({"observe": "grad", "of": "x"},)).case("hand_written"))
     assert known.has(PROGRAM.steps) == "hand_written"  # it observes at least as much
     assert known.has(other.steps) is None
+    assert [c.id for c in known.variants(other.steps)] == ["hand_written"]  # cos_ for sin_: a variant
+    assert variant_key(other.steps) == variant_key(PROGRAM.steps)
+    binary = Program(PROGRAM.steps[:1] + ({"op": "mul_", "args": ["t1", 2.0]},) + PROGRAM.steps[2:])
+    assert variant_key(binary.steps) != variant_key(PROGRAM.steps) and not known.variants(binary.steps)
 
 
 def test_a_found_case_is_a_valid_case_that_reads_back_as_the_program(tmp_path: Path) -> None:
@@ -252,6 +256,8 @@ def test_a_bounded_fuzz_run_runs_its_budget_and_reports(bounded_run) -> None:
     assert written, "the bounded run found nothing to write"
     assert all(r.reproduces for r in written)
     assert sorted(p.name for p in out.glob("*.yaml")) == sorted(Path(r.path).name for r in written)
+    keys = [(variant_key(r.program.steps), r.verdict.behaviour) for r in written]
+    assert len(keys) == len(set(keys)), "two written cases are variants of one finding"
     assert not any(r.path for r in report.results if r.kind != FINDING)  # suspected reference bugs: reported only
 
 

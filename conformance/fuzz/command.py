@@ -132,7 +132,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     from conformance.fuzz.generate import Source
     from conformance.fuzz.run import Runner, campaign
     from conformance.fuzz.shrink import shrink
-    from conformance.fuzz.write import KnownCases, canonical, write_case
+    from conformance.fuzz.write import KnownCases, canonical, variant_key, write_case
 
     say = progress or (lambda line: None)
     report = Report(seed, budget, list(frameworks))
@@ -175,6 +175,8 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
             return runner.run([program.case(f"fuzz_shrink_{evaluated[0]}")])[0]
 
         known = KnownCases(known_paths or ["cases"] + ([str(out)] if out else []))
+        behaviours: dict[str, tuple] = {}  # existing cases' behaviour, run when a finding is a variant of one
+        found_here: dict[str, list[tuple[str, tuple]]] = {}  # this run's new findings, by variant key
         seen: dict[str, Result] = {}
         order = {FINDING: 0, REFERENCE: 1, ERROR: 2}
         for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
@@ -196,20 +198,39 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                     result.status = "reported"
                     continue
                 known_id = known.has(program.steps)
+                alike = known_id or _variant(known.variants(program.steps), verdict, behaviours, runner)
+                key = variant_key(program.steps)
+                mine = next((label for label, behaviour in found_here.get(key, [])
+                             if behaviour == verdict.behaviour), None)
                 if known_id:
                     result.status = f"known: {known_id}"
+                elif alike:
+                    result.status = f"known: a variant of {alike}"
+                elif mine:
+                    result.status = f"a variant of the new finding {mine}"
                 elif out is None:
                     result.status = "new (not written)"
+                    found_here.setdefault(key, []).append((f"program {tried.drawn.number}", verdict.behaviour))
                 else:
                     case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
                                       versions=runner.versions)
-                    known.add(case.id, case.raw["steps"])
+                    found_here.setdefault(key, []).append((case.id, verdict.behaviour))
                     result.status, result.path = "new", case.path
                     again = runner.run([case])[0]  # the written file, through the same path as the suite
                     result.reproduces = again.signature == verdict.signature
         report.shrink_seconds = time.perf_counter() - shrink_started
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _variant(cases: list, verdict: Verdict, behaviours: dict[str, tuple], runner: Any) -> str | None:
+    """The id of an existing case that is a variant of the finding and behaves alike (run to know)."""
+    for case in cases:
+        if case.id not in behaviours:
+            behaviours[case.id] = runner.run([case])[0].behaviour
+        if behaviours[case.id] == verdict.behaviour:
+            return case.id
+    return None
 
 
 def _signature_text(signature: tuple) -> str:
@@ -275,7 +296,9 @@ def render(report: Report) -> str:
     findings, suspects, errors = report.of(FINDING), report.of(REFERENCE), report.of(ERROR)
     new = [r for r in findings if r.status.startswith("new")]
     known = [r for r in findings if r.status.startswith("known")]
-    lines.append(f"found: {len(new)} new, {len(known)} already known, {len(suspects)} suspected reference bug(s), "
+    variants = [r for r in findings if r.status.startswith("a variant")]
+    lines.append(f"found: {len(new)} new, {len(known)} already known (the same program, or a variant that behaves "
+                 f"alike), {len(variants)} variant(s) of new ones, {len(suspects)} suspected reference bug(s), "
                  f"{len(errors)} harness error(s)")
     for title, results in (("findings", findings), ("suspected reference bugs (not written)", suspects),
                            ("harness errors", errors)):

@@ -46,14 +46,14 @@ class Cell:
     def wrong_observations(self) -> dict[str, Mapping[str, Any]]:
         return {o["name"]: o for o in self.details.get("observations", []) if o.get("ok") is False}
 
-    def signature(self) -> tuple:
-        """The outcome and what characterises it."""
+    def signature(self, op: bool = True) -> tuple:
+        """The outcome and what characterises it (with the op that raised, unless *op* is false)."""
         if self.wrong:
             kinds = sorted({o["kind"] for o in self.wrong_observations().values()})
             return ("wrong", *kinds)
         if self.outcome == "raises":
             exception = self.details.get("exception", {})
-            return ("raises", exception.get("kind", ""), exception.get("op", ""))
+            return ("raises", exception.get("kind", "")) + ((exception.get("op", ""),) if op else ())
         if self.outcome == "crash":
             return ("crash", self.details.get("signal") or "")
         return (self.outcome,)
@@ -69,7 +69,13 @@ class Verdict:
 
     @property
     def signature(self) -> tuple:
+        """What shrinking keeps: the kind, and per framework the outcome and what characterises it."""
         return (self.kind,) + tuple((name, *self.cells[name].signature()) for name in sorted(self.cells))
+
+    @property
+    def behaviour(self) -> tuple:
+        """The signature without the op that raised: what variants of one program share."""
+        return (self.kind,) + tuple((name, *self.cells[name].signature(op=False)) for name in sorted(self.cells))
 
     def outcomes(self) -> dict[str, str]:
         return {name: cell.outcome for name, cell in sorted(self.cells.items())}

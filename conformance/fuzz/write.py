@@ -4,6 +4,12 @@ Two programs are the same when their steps are, up to the names they bind, the
 literal values (only shapes count), and the names of observations; an existing
 case "has" a found program when it is the same program once observations are
 set aside and it observes at least what the found one observes.
+
+Two programs are **variants** of each other when they are the same once every op
+is replaced by its interface in the op table (argument kinds, output, fields):
+``sin_`` for ``cos_``, ``add_`` for ``mul_``.  A variant that behaves alike (the
+same outcomes, see ``Verdict.behaviour``) is the same finding, and is reported,
+not written again.
 """
 
 from __future__ import annotations
@@ -28,6 +34,25 @@ __all__ = ["KnownCases", "canonical", "case_text", "write_case", "PROVENANCE"]
 PROVENANCE = "found by fuzzing"
 #: Ops that only make operands: left out of a found case's id.
 _SOURCES = {"tensor", "array", "full"}
+
+
+def interface(op: str) -> str:
+    """An op as its interface in the table: what variants share."""
+    spec = OPS.get(op)
+    if spec is None:
+        return op
+    return json.dumps([list(spec.args), spec.out, spec.binds, sorted(spec.fields), spec.block])
+
+
+def variant_key(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The program with each op replaced by its interface (observations set aside)."""
+    def walk(items: Sequence[Any]) -> Any:
+        if isinstance(items, list):
+            return [walk(item) for item in items]
+        if isinstance(items, dict):
+            return {k: (interface(v) if k == "op" else walk(v)) for k, v in items.items()}
+        return items
+    return json.dumps(walk(json.loads(canonical(steps)[0])), sort_keys=True)
 
 
 def canonical(steps: Sequence[Mapping[str, Any]]) -> tuple[str, frozenset[tuple]]:
@@ -82,14 +107,20 @@ class KnownCases:
     def __init__(self, paths: Iterable[Path | str]) -> None:
         cases, _ = load_cases([p for p in paths if Path(p).exists()])
         self.by_program: dict[str, list[tuple[str, frozenset]]] = {}
+        self.by_variant: dict[str, list[Case]] = {}
         self.ids = {case.id for case in cases}
         for case in cases:
-            self.add(case.id, case.raw["steps"])
+            self.add(case)
 
-    def add(self, case_id: str, steps: Sequence[Mapping[str, Any]]) -> None:
-        program, observed = canonical(steps)
-        self.by_program.setdefault(program, []).append((case_id, observed))
-        self.ids.add(case_id)
+    def add(self, case: Case) -> None:
+        program, observed = canonical(case.raw["steps"])
+        self.by_program.setdefault(program, []).append((case.id, observed))
+        self.by_variant.setdefault(variant_key(case.raw["steps"]), []).append(case)
+        self.ids.add(case.id)
+
+    def variants(self, steps: Sequence[Mapping[str, Any]]) -> list[Case]:
+        """The cases that are variants of this program (their behaviour is for the caller to compare)."""
+        return list(self.by_variant.get(variant_key(steps), []))
 
     def has(self, steps: Sequence[Mapping[str, Any]]) -> str | None:
         """The id of a case that has this program, or None."""
