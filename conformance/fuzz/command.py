@@ -183,7 +183,12 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
             for tried in group.smallest:
                 say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
                     f"{tried.drawn.program.size()} steps)")
-                shrunk = shrink(tried.drawn.buffer, tried.drawn.ops, group.signature, evaluate, random_seed=seed)
+                try:
+                    shrunk = None if report.interrupted else shrink(tried.drawn.buffer, tried.drawn.ops,
+                                                                    group.signature, evaluate, random_seed=seed)
+                except KeyboardInterrupt:  # the rest is reported as drawn
+                    report.interrupted, shrunk = True, None
+                    say("interrupted: the remaining findings are reported unshrunk")
                 program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
                                                                                     tried.verdict)
                 result = Result(group.kind, group.signature, group.count, tried.drawn.number, program, verdict,
