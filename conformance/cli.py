@@ -119,8 +119,6 @@ def _cells(args: argparse.Namespace, paths: Sequence[str], frameworks: list[str]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import pytest
-
     from conformance.engine import Engine, Prepared, parallel_processes
 
     paths = args.paths or ["cases"]
@@ -144,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 # pytest's start and collection; the plugin's engine takes them over.
                 prepared.engine = Engine()
                 prepared.engine.start(frameworks)
+            import pytest  # after the workers started: its import overlaps theirs
+
             status = pytest.main(_pytest_args(args, paths), plugins=[prepared])
         finally:
             if prepared.engine is not None:
