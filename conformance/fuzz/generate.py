@@ -255,15 +255,24 @@ class Source:
             return Drawn(self.made, self._last[-1], bytes(buffer), self.ops)
 
 
-_BELOW: dict[int, st.SearchStrategy[int]] = {}
+_INTEGERS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+_BOOLEANS = st.booleans()
 _TAG = st.integers(0, 255)
 _GO_ON = st.integers(0, 7)  # 0: the steps at this level end
 _OBSERVE = st.integers(0, 5)  # 5: an observation
 
 
+#: The bodies of the spans being drawn, innermost last: one strategy object serves every span (the
+#: strategy reads the innermost body when hypothesis draws it).
+_BODIES: list[Callable[[Callable], Any]] = []
+
+
 @st.composite
-def _span(draw: Callable, body: Callable[[Callable], Any]) -> Any:
-    return body(draw)
+def _span_strategy(draw: Callable) -> Any:
+    return _BODIES[-1](draw)
+
+
+_SPAN = _span_strategy()
 
 
 def _nearest(group: Sequence[tuple[Op, frozenset]], position: int, usable: Callable[[Any], bool]) -> Op | None:
@@ -276,10 +285,16 @@ def _nearest(group: Sequence[tuple[Op, frozenset]], position: int, usable: Calla
 
 
 def _below(n: int) -> st.SearchStrategy[int]:
-    """``st.integers(0, n - 1)``, made once per n (drawing is the generator's hot path)."""
-    strategy = _BELOW.get(n)
+    """``st.integers(0, n - 1)``."""
+    return _between(0, n - 1)
+
+
+def _between(low: int, high: int) -> st.SearchStrategy[int]:
+    """``st.integers(low, high)``, made once (drawing is the generator's hot path, and a new strategy
+    object costs hypothesis more than the draw)."""
+    strategy = _INTEGERS.get((low, high))
     if strategy is None:
-        strategy = _BELOW[n] = st.integers(0, n - 1)
+        strategy = _INTEGERS[(low, high)] = st.integers(low, high)
     return strategy
 
 
@@ -350,14 +365,18 @@ class _Builder:
             finally:
                 self.draw_from = outer
 
-        return outer(_span(run))
+        _BODIES.append(run)
+        try:
+            return outer(_SPAN)
+        finally:
+            _BODIES.pop()
 
     def final_observations(self, steps: "_Steps") -> None:
         self.stopped = False
         if not self.names_of(self.scope, ["tensor", "array"]):  # nothing was kept: observe a literal
             Draw(self, steps, self.scope).fresh(Draw(self, steps, self.scope).new_shape())
         made = 0
-        while made == 0 or (made < 4 and self.draw(st.integers(0, 2)) != 0):
+        while made == 0 or (made < 4 and self.draw(_between(0, 2)) != 0):
             if not self.span(lambda: self.observe(steps, self.scope)):
                 break
             made += 1
@@ -440,7 +459,7 @@ class _Builder:
         # Ops on names in scope three times in four; else a source (a literal, a module, a block).  Both
         # draws are made whatever is in scope, and the op is drawn as a position in its whole group (the
         # nearest usable op is taken): deleting an unrelated step while shrinking changes no choice.
-        sources = self.draw(st.integers(0, 3)) == 3
+        sources = self.draw(_between(0, 3)) == 3
         group = self.sources if sources else self.on_names
         position = self.draw(_below(len(group))) if group else 0
         if not any(usable(entry) for entry in group):
@@ -453,7 +472,7 @@ class _Builder:
         data = self.step_data(op, draw, scope)
         if data is None:
             return
-        if op.block and self.draw(st.integers(0, 3)) == 0:
+        if op.block and self.draw(_between(0, 3)) == 0:
             # The block's steps at this level instead: the same draws, so hypothesis can shrink a block
             # away by lowering this one choice.
             self.fill(steps, scope, MAX_BLOCK_STEPS)
@@ -496,7 +515,7 @@ class _Builder:
                 return None
             if value is not _OMIT:
                 data[name] = value
-        if op.out == "required" or (op.out == "optional" and self.draw(st.booleans())):
+        if op.out == "required" or (op.out == "optional" and self.draw(_BOOLEANS)):
             data["out"] = self.new_name()
         elif op.out == "many":
             count = int(outputs or 1)
@@ -507,7 +526,7 @@ class _Builder:
     def arguments(self, op: Op, d: "Draw", scope: Mapping[str, str]) -> list | None:
         kinds = list(op.args)
         if kinds and kinds[-1].startswith("*"):
-            kinds += [kinds.pop()[1:]] * self.draw(st.integers(1, 2))
+            kinds += [kinds.pop()[1:]] * self.draw(_between(1, 2))
         args: list[Any] = []
         first: tuple[int, ...] | None = None
         for kind in kinds:
@@ -524,7 +543,7 @@ class _Builder:
 
     def field(self, name: str, spec: Any, args: list, d: "Draw", scope: Mapping[str, str]) -> Any:
         # Optional fields are given or left at their default, except dtypes: a program computes in one.
-        if not spec.required and spec.type not in ("observation", "dtype") and not self.draw(st.booleans()):
+        if not spec.required and spec.type not in ("observation", "dtype") and not self.draw(_BOOLEANS):
             return _OMIT
         first = next((a for a in args if isinstance(a, str) and scope.get(a) in ("tensor", "array")), None)
         shape = self.facts(first).shape if first else None
@@ -536,9 +555,9 @@ class _Builder:
         if kind in ("choice",):
             return self.choose(spec.choices)
         if kind == "bool":
-            return self.draw(st.booleans())
+            return self.draw(_BOOLEANS)
         if kind == "int":
-            return self.draw(st.integers(1, 3))
+            return self.draw(_between(1, 3))
         if kind == "number":
             return self.choose(NUMBERS)
         if kind == "ints":
@@ -672,10 +691,10 @@ class Draw:
     # -- numbers and literals ---------------------------------------------------------
 
     def integer(self, low: int, high: int) -> int:
-        return self._b.draw(st.integers(low, high))
+        return self._b.draw(_between(low, high))
 
     def boolean(self) -> bool:
-        return self._b.draw(st.booleans())
+        return self._b.draw(_BOOLEANS)
 
     def choice(self, options: Sequence[Any]) -> Any:
         return self._b.choose(list(options))
