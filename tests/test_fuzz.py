@@ -164,6 +164,8 @@ def test_the_same_program_up_to_names_and_values_is_known() -> None:
     assert known.has(other.steps) is None
     assert [c.id for c in known.variants(other.steps)] == ["hand_written"]  # cos_ for sin_: a variant
     assert variant_key(other.steps) == variant_key(PROGRAM.steps)
+    scalar = Program(({**PROGRAM.steps[0], "value": 2.0},) + other.steps[1:])
+    assert canonical(scalar.steps) != canonical(other.steps) and variant_key(scalar.steps) == variant_key(PROGRAM.steps)
     binary = Program(PROGRAM.steps[:1] + ({"op": "mul_", "args": ["t1", 2.0]},) + PROGRAM.steps[2:])
     assert variant_key(binary.steps) != variant_key(PROGRAM.steps) and not known.variants(binary.steps)
 

@@ -6,10 +6,10 @@ case "has" a found program when it is the same program once observations are
 set aside and it observes at least what the found one observes.
 
 Two programs are **variants** of each other when they are the same once every op
-is replaced by its interface in the op table (argument kinds, output, fields):
-``sin_`` for ``cos_``, ``add_`` for ``mul_``.  A variant that behaves alike (the
-same outcomes, see ``Verdict.behaviour``) is the same finding, and is reported,
-not written again.
+is replaced by its interface in the op table (argument kinds, output, fields:
+``sin_`` for ``cos_``, ``add_`` for ``mul_``) and literals are set aside (their
+shapes too).  A variant that behaves alike (the same outcomes, see
+``Verdict.behaviour``) is the same finding, and is reported, not written again.
 """
 
 from __future__ import annotations
@@ -45,12 +45,15 @@ def interface(op: str) -> str:
 
 
 def variant_key(steps: Sequence[Mapping[str, Any]]) -> str:
-    """The program with each op replaced by its interface (observations set aside)."""
-    def walk(items: Sequence[Any]) -> Any:
+    """The program with each op replaced by its interface and its literals set aside (observations too)."""
+    def walk(items: Any) -> Any:
         if isinstance(items, list):
             return [walk(item) for item in items]
         if isinstance(items, dict):
-            return {k: (interface(v) if k == "op" else walk(v)) for k, v in items.items()}
+            spec = OPS.get(items.get("op", ""))
+            literals = {name for name, field in spec.fields.items() if field.type == "numbers"} if spec else set()
+            return {k: (interface(v) if k == "op" else "literal" if k in literals else walk(v))
+                    for k, v in items.items()}
         return items
     return json.dumps(walk(json.loads(canonical(steps)[0])), sort_keys=True)
 
