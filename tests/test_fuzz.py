@@ -298,3 +298,15 @@ def test_an_op_whose_rule_breaks_costs_programs_never_the_run(monkeypatch) -> No
         source.next()
     assert "a rule with a bug" in source.excluded["negate"]
     assert any("fuzz rule of negate" in str(bug) for bug in source.bugs)
+
+
+@needs_framework
+def test_observing_a_numpy_scalar_is_a_value_not_a_harness_error() -> None:
+    """A harness fault the fuzzer found: ``arr[1]`` is a NumPy scalar (the reference models it as a scalar
+    copy), and the worker read it as a framework tensor."""
+    program = Program(({"op": "array", "value": [-1.0, 0.5], "dtype": "float32", "out": "a"},
+                       {"op": "getitem", "args": ["a"], "index": "1", "out": "x"},
+                       {"observe": "value", "of": "x"}))
+    with Runner(INSTALLED, timeout=60) as runner:
+        verdict = runner.run([program.case("numpy_scalar")])[0]
+    assert {cell.outcome for cell in verdict.cells.values()} == {"silent-correct"}, verdict.cells

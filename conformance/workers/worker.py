@@ -82,6 +82,8 @@ class _Run:
         if reads == "array":
             if obj is None:
                 return {"value": None}
+            if isinstance(obj, np.generic):  # a NumPy scalar (an array indexed to one element) is a 0-d value
+                obj = np.asarray(obj)
             array = obj if isinstance(obj, np.ndarray) else self.adapter.to_numpy(obj)
             if array.size > MAX_OBSERVED_ELEMENTS:
                 raise HarnessFault(f"observation {key!r} has {array.size} elements; the harness reads at "
