@@ -45,9 +45,12 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
 
 
 def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
-    # Only the plugins a run needs: ours, and xdist's for -n (others installed beside them, such as
-    # hypothesis's, would only add their start-up and closing time to every run).
+    # Only what a run needs: our plugin, and xdist's for -n (others installed beside them, such as
+    # hypothesis's, would only add their start-up and closing time to every run); no capture of the
+    # file descriptors around each cell (the cells run in the workers, whose output they record) and no
+    # hunt for unraisable exceptions (full garbage collections) at the end.
     argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "-p", "no:cacheprovider",
+            "-p", "no:unraisableexception", "--capture=no",
             "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
     argv += ["--results", args.results] if args.results else []
     argv += [f"--framework={f}" for f in args.framework or []]

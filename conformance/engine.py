@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from queue import SimpleQueue
 from typing import Any, Iterable
 
@@ -77,6 +77,7 @@ class Engine:
         self._planned: dict[str, deque] = {}  # per framework: cells prefetch sends once the window has room
         self._ahead: dict[str, int] = {}  # per framework: cells sent and not yet taken
         self._run_info: dict[str, Future] = {}
+        self._run_infos: dict[tuple, tuple[dict | None, dict[str, Any]]] = {}
         self._background: ThreadPoolExecutor | None = None
 
     def _timeout(self, case: Case) -> float:
@@ -135,15 +136,21 @@ class Engine:
     def _worker_key(self, case: Case) -> str:
         """The key a case is sent to a worker under (once per worker process): one per case object, so a
         file rewritten between two runs of one engine is never run as its stale copy."""
+        return self._case_entry(case)[1]
+
+    def _case_entry(self, case: Case) -> tuple[Case, str, str]:
+        """(case, its key, its message as JSON): encoded once, sent to each worker and the reference."""
         entry = self._case_keys.get(id(case))
         if entry is None or entry[0] is not case:
-            entry = self._case_keys[id(case)] = (case, f"{next(self._numbers)}:{case.id}")
-        return entry[1]
+            entry = self._case_keys[id(case)] = (case, f"{next(self._numbers)}:{case.id}",
+                                                 json.dumps(case.to_message()))
+        return entry
 
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
         ticket = self.pool.submit(framework, {"cmd": "run", "device": device, "mode": mode}, self._timeout(case),
-                                  case=(key[0], case.to_message()), on_reply=functools.partial(self._answered, case))
+                                  case=(key[0], self._case_entry(case)[2]),
+                                  on_reply=functools.partial(self._answered, case))
         self._tickets[key] = ticket
         self._sent.add(key)
         self._ahead[framework] = self._ahead.get(framework, 0) + 1
@@ -180,8 +187,8 @@ class Engine:
 
     def _submit_reference(self, case: Case) -> tuple[Ticket, float]:
         limit = self._timeout(case)
-        ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, **case.to_message()}, limit + 5,
-                                  module=REFERENCE_MODULE)
+        ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit}, limit + 5,
+                                  case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE)
         self._reference_sent.add(_case_key(case))
         return ticket, limit
 
@@ -190,18 +197,23 @@ class Engine:
 
     def _warm_run_info(self, case: Case) -> None:
         """Look up the run information of a case's folder (git revision, host) in the background."""
-        folder = str(Path(case.path).parent)
+        folder = os.path.dirname(case.path)
         if folder not in self._run_info:
             if self._background is None:
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-info")
             self._run_info[folder] = self._background.submit(run_info, folder, None, "cpu")
 
     def _run_info_of(self, case: Case, worker_info: dict | None, device: str) -> dict[str, Any]:
-        folder = str(Path(case.path).parent)
-        future = self._run_info.get(folder)
-        if future is not None:
-            future.result()  # the folder's git revision and host, looked up once (cached by run_info)
-        return run_info(folder, worker_info, device)
+        """A record's run information: worked out once per folder, worker and device, copied per cell."""
+        folder = os.path.dirname(case.path)
+        key = (folder, id(worker_info), device)
+        cached = self._run_infos.get(key)
+        if cached is None or cached[0] is not worker_info:
+            future = self._run_info.get(folder)
+            if future is not None:
+                future.result()  # the folder's git revision and host, looked up in the background
+            cached = self._run_infos[key] = (worker_info, run_info(folder, worker_info, device))
+        return dict(cached[1])
 
     # -- the reference ------------------------------------------------------------------------------
 

@@ -81,12 +81,13 @@ class WorkerTimeout(Exception):
 class Ticket:
     """One request on its way through a worker: queued, answered, or failed.
 
-    *case* is ``(key, fields)``: the case the request runs, sent with the request only to a worker
-    process that has not had that key yet."""
+    *case* is ``(key, fields)``: the case the request runs (its fields as a JSON object, encoded once
+    per case), sent with the request only to a worker process that has not had that key yet (always,
+    when the key is None)."""
 
     _ids = itertools.count(1)
 
-    def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, dict[str, Any]] | None = None,
+    def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, str | dict[str, Any]] | None = None,
                  on_reply: Callable[[dict[str, Any]], None] | None = None,
                  wakeup: threading.Event | None = None) -> None:
         self.id = next(self._ids)
@@ -119,6 +120,16 @@ class Ticket:
         if self.started is None or self.finished is None:
             return None
         return self.finished - self.started
+
+
+def _line(message: dict[str, Any], fields: str | dict[str, Any] | None) -> bytes:
+    """One request line: *message*, and the case's *fields* (a JSON object, encoded once per case)."""
+    text = json.dumps(message)
+    if fields:
+        fields = fields if isinstance(fields, str) else json.dumps(fields)
+        if fields != "{}":
+            text = f"{text[:-1]}, {fields[1:]}" if text != "{}" else fields
+    return (text + "\n").encode()
 
 
 class Worker:
@@ -180,18 +191,21 @@ class Worker:
             if self.dead or self.closing:
                 return False
             message = dict(ticket.message, id=ticket.id)
+            fields = None
             if ticket.case is not None:
                 key, fields = ticket.case
-                message["case_key"] = key
-                if key not in self.defined:
-                    message.update(fields)
-                    self.defined.add(key)
+                if key is not None:
+                    message["case_key"] = key
+                    if key in self.defined:
+                        fields = None
+                    else:
+                        self.defined.add(key)
             ticket.started = None
             self.queue.append(ticket)
             self.busy = True
             if len(self.queue) == 1 and self._hello is not None:
                 ticket.started = time.monotonic()
-            self._outbox.put((json.dumps(message) + "\n").encode())
+            self._outbox.put(_line(message, fields))
         return True
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -416,7 +430,7 @@ class WorkerPool:
         return worker
 
     def submit(self, name: str, message: dict[str, Any], timeout: float,
-               case: tuple[Any, dict[str, Any]] | None = None, module: str = WORKER_MODULE,
+               case: tuple[Any, str | dict[str, Any]] | None = None, module: str = WORKER_MODULE,
                on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
         """Queue a request on *name*'s worker (started if need be) and return its ticket at once."""
         ticket = Ticket(message, timeout, case, on_reply, self.wakeup)
