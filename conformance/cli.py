@@ -44,13 +44,20 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
     check_writable(Path(args.summary))
 
 
+#: pytest's own plugins a conformance run has no use for; each costs time per cell or per run.
+_UNUSED_PYTEST_PLUGINS = ("cacheprovider", "unraisableexception", "logging", "warnings", "junitxml", "doctest",
+                          "stepwise", "pastebin", "legacypath", "tmpdir", "monkeypatch", "recwarn", "setuponly",
+                          "setupplan")
+
+
 def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
     # Only what a run needs: our plugin, and xdist's for -n (others installed beside them, such as
     # hypothesis's, would only add their start-up and closing time to every run); no capture of the
-    # file descriptors around each cell (the cells run in the workers, whose output they record) and no
-    # hunt for unraisable exceptions (full garbage collections) at the end.
-    argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "-p", "no:cacheprovider",
-            "-p", "no:unraisableexception", "--capture=no",
+    # file descriptors, log records or warnings around each cell (the cells run in the workers, which
+    # record their output and warnings) and no hunt for unraisable exceptions (full garbage
+    # collections) at the end.
+    argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "--capture=no",
+            *(f"-pno:{name}" for name in _UNUSED_PYTEST_PLUGINS),
             "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
     argv += ["--results", args.results] if args.results else []
     argv += [f"--framework={f}" for f in args.framework or []]
@@ -367,7 +374,10 @@ def _timeout(raw: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return _dispatch(build_parser().parse_args(argv))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:  # outside pytest (which handles its own): still the interrupted status
@@ -375,5 +385,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
 
 
+def script() -> NoReturn:
+    """The ``conformance`` command.  After a run, the process ends without tearing the interpreter down:
+    the workers are closed and every output is written and flushed, and freeing a run's objects one by
+    one (its cells, cases and reports) would only add time that grows with the run."""
+    args = build_parser().parse_args(sys.argv[1:])
+    try:
+        status = _dispatch(args)
+    except BrokenPipeError:  # the reader of our output went away (`conformance run | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's advice: no second error
+        os._exit(1)
+    if args.func is cmd_run:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a reader that went away (a closed pipe): nothing to keep
+                pass
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    script()

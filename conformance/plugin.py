@@ -28,7 +28,7 @@ from conformance.case.load import Case, CaseError, find_case_files, load_case, l
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.records.baseline import Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
-from conformance.records.results import append_record, read_records
+from conformance.records.results import ResultsFile, read_records
 from conformance.report.summary import column_name, render_summary
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,
                                   baseline_dir, check_frameworks, check_modes, check_writable, modes_for,
@@ -42,6 +42,8 @@ _RUN = pytest.StashKey["RunState"]()
 _BASELINES = pytest.StashKey["Baselines | None"]()
 _CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
 _COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a case expands to
+_RESULTS_FILE = pytest.StashKey["ResultsFile"]()
+_PRODUCED = pytest.StashKey[dict]()  # the records this process wrote (or kept, resuming), by cell
 
 Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
@@ -228,7 +230,17 @@ def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
     return kept
 
 
+def _results_file(config: pytest.Config) -> ResultsFile:
+    """This process's results file, opened once for the run."""
+    if _RESULTS_FILE not in config.stash:
+        config.stash[_RESULTS_FILE] = ResultsFile(results_path(config))
+    return config.stash[_RESULTS_FILE]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    results = config.stash.get(_RESULTS_FILE, None)
+    if results is not None:
+        results.close()
     engine = config.stash.get(_ENGINE, None)
     if engine is not None:
         engine.close()
@@ -389,6 +401,9 @@ def _this_runs_records(config: pytest.Config, state: RunState) -> list[dict[str,
     path = results_path(config)
     if not state.cells or not path.exists():
         return []
+    if _runs_cells(config):  # every cell ran here: its records, as written, are at hand
+        produced = config.stash.get(_PRODUCED, {})
+        return [record for cell, record in produced.items() if cell in state.cells]
     try:
         records = list(read_records([path]))
     except Exception as exc:  # noqa: BLE001 - an unreadable results file is reported, never a traceback
@@ -557,7 +572,10 @@ class CaseItem(pytest.Item):
         record = self._kept()
         if record is None:
             record = _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode))
-            append_record(results_path(self.config), record)
+            written = _results_file(self.config).append(record)
+        else:
+            written = record
+        self.config.stash.setdefault(_PRODUCED, {})[(self.case.id, self.framework, self.device, self.mode)] = written
         self.record = record
         outcome = record["outcome"]
         self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),

@@ -182,3 +182,19 @@ def test_n_auto_says_what_it_chose_and_gives_the_outcomes_of_a_serial_run(tmp_pa
     assert run.returncode == 0, run.stdout + run.stderr
     assert "conformance: -n auto: serial (" in run.stdout
     assert "2 silent-correct" in run.stdout
+
+
+def test_each_worker_s_program_folder_goes_with_it(pool) -> None:
+    """A worker writes every program it runs into a folder of its own; the folder is removed when the
+    worker is replaced (after a crash) or closed, so runs leave no files behind."""
+    assert pool.wait(submit(pool, "echo", "a"))["label"] == "a"
+    first = Path(pool.workers["fake"].programs)
+    assert first.is_dir()
+    (first / "program.py").write_text("x = 1\n")
+    with pytest.raises(WorkerCrashed):
+        pool.wait(submit(pool, "crash", "boom"))
+    assert pool.wait(submit(pool, "echo", "b"))["label"] == "b"
+    second = Path(pool.workers["fake"].programs)
+    assert second != first and second.is_dir() and not first.exists()
+    pool.close()
+    assert not second.exists()

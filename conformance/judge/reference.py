@@ -76,9 +76,13 @@ class Tensor:
     """A framework tensor (or a NumPy array, ``kind == "array"``) as the reference sees it."""
 
     def __init__(self, storage: Storage, positions: np.ndarray, node: Node | None = None, *,
-                 kind: str = "tensor", base: "Tensor | None" = None, rel: np.ndarray | None = None) -> None:
+                 kind: str = "tensor", base: "Tensor | None" = None, rel: np.ndarray | None = None,
+                 start: int | None = None) -> None:
         self.storage = storage
         self.positions = positions
+        #: where the elements begin in storage when they lie there in order, one after another (a
+        #: tensor made fresh, and its aliases); None when unknown.  Reads and writes are then slices.
+        self.start = start
         self._node = node if node is not None else Node(positions.shape)
         self.kind = kind
         self.base = base  # a tracked view: its history is derived from its base's
@@ -88,8 +92,18 @@ class Tensor:
 
     @classmethod
     def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor") -> "Tensor":
-        value = np.array(value)
-        return cls(Storage(value.reshape(-1).copy()), np.arange(value.size).reshape(value.shape), node, kind=kind)
+        value = np.array(value, order="C")  # a copy of its own, in order
+        return cls(Storage(value.reshape(-1)), np.arange(value.size).reshape(value.shape), node, kind=kind, start=0)
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self._positions
+
+    @positions.setter
+    def positions(self, positions: np.ndarray) -> None:
+        """Looking at other positions (``set_``, ``resize_``, ``transpose_``): in order no longer known."""
+        self._positions = positions
+        self.start = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -97,7 +111,10 @@ class Tensor:
 
     @property
     def value(self) -> np.ndarray:
-        """The elements as storage holds them now."""
+        """The elements as storage holds them now (a copy)."""
+        if self.start is not None:
+            size = self._positions.size
+            return self.storage.data[self.start:self.start + size].reshape(self._positions.shape).copy()
         return self.storage.data[self.positions]
 
     @property
@@ -120,7 +137,7 @@ class Tensor:
 
     def alias(self, kind: str = "tensor") -> "Tensor":
         """An untracked alias: same storage and positions, a history of its own (``detach()``)."""
-        return Tensor(self.storage, self.positions, kind=kind)
+        return Tensor(self.storage, self.positions, kind=kind, start=self.start)
 
     def view(self, take: Callable[[np.ndarray], np.ndarray]) -> "Tensor":
         """A tracked view: *take* maps an array of this tensor's shape to the view's elements."""
@@ -337,8 +354,12 @@ class Machine:
     def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
-        flat = tensor.positions.reshape(-1)
         values = np.broadcast_to(np.asarray(value), tensor.shape).reshape(-1).astype(data.dtype)
+        if tensor.start is not None:  # in order, one after another: every element lands
+            data[tensor.start:tensor.start + values.size] = values
+            self._record_write(tensor, node)
+            return
+        flat = tensor.positions.reshape(-1)
         lands = _landing(flat)
         if not lands.all():  # elements sharing a memory location must agree, or the order of writes decides
             landed = np.zeros(data.shape, dtype=data.dtype)
@@ -347,6 +368,10 @@ class Machine:
                 raise ValueError("an in-place write through a view that overlaps itself gives one memory "
                                  "location different values: the result depends on the order of the writes")
         data[flat[lands]] = values[lands]
+        self._record_write(tensor, node)
+
+    def _record_write(self, tensor: Tensor, node: Node | None) -> None:
+        """The history of a write: the tensor's own, or its base's through the view."""
         if node is None or not self.grad_enabled:
             return
         if tensor.base is None:

@@ -2,8 +2,10 @@
 
 An adapter spells names as strings; a typo (``torch.optim.SDG``) would make the
 program raise ``AttributeError`` and read as the framework raising.  Checking
-the dotted names against the installed framework before running turns such a
-slip into a harness ``error``.  An API that may legitimately be absent is asked
+the dotted names against the installed framework turns such a slip into a
+harness ``error``.  The worker checks when a program raised ``AttributeError``
+(or raised inside a compiled function, which may wrap it): the only way a name
+that does not resolve can show.  An API that may legitimately be absent is asked
 for through ``Adapter.resolve`` while spelling, and becomes ``unsupported``.
 """
 

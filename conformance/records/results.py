@@ -23,7 +23,7 @@ import numpy as np
 
 from conformance.records.record import Column, Record, RecordError, as_record
 
-__all__ = ["ResultsError", "append_record", "read_records", "iter_records", "load_records", "run_info",
+__all__ = ["ResultsError", "ResultsFile", "append_record", "read_records", "iter_records", "load_records", "run_info",
            "latest_by_cell"]
 
 
@@ -37,16 +37,43 @@ class ResultsError(Exception):
 
 def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
     """Append one record, bounded (:meth:`Record.to_dict`): one cell never writes more than a few KB."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(as_record(record).to_dict(), sort_keys=True, allow_nan=True) + "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with ResultsFile(path) as results:
+        results.append(record)
+
+
+class ResultsFile:
+    """A results file held open for appending through a run: one locked write and flush per record
+    (each record is on disk when its cell ends), without reopening the file for every cell."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._handle: Any = None
+
+    def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
+        """Write one record; return it as written (bounded)."""
+        written = as_record(record).to_dict()
+        line = json.dumps(written, sort_keys=True, allow_nan=True) + "\n"
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "a", encoding="utf-8")
+        fcntl.flock(self._handle, fcntl.LOCK_EX)
         try:
-            handle.write(line)
-            handle.flush()
+            self._handle.write(line)
+            self._handle.flush()
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+        return written
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> "ResultsFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _parsed(path: Path) -> Iterator[tuple[dict[str, Any], Record]]:

@@ -34,6 +34,7 @@ import itertools
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,6 +55,8 @@ WORKER_MODULE = "conformance.workers.worker"
 #: the *thread* that started the child ends).
 PARENT_PID_ENV = "CONFORMANCE_PARENT_PID"
 PDEATHSIG_ENV = "CONFORMANCE_PDEATHSIG"
+#: The folder a worker writes its programs into: made for it by the parent, removed when it is closed.
+PROGRAMS_ENV = "CONFORMANCE_PROGRAMS"
 _PR_SET_PDEATHSIG = 1
 #: How often a reader thread looks at its worker's deadline while no reply comes (seconds).
 _TICK = 0.25
@@ -145,6 +148,7 @@ class Worker:
         env.setdefault("GLOG_minloglevel", "0")
         env[PARENT_PID_ENV] = str(os.getpid())
         env[PDEATHSIG_ENV] = "1" if threading.current_thread() is threading.main_thread() else "0"
+        self.programs = env[PROGRAMS_ENV] = tempfile.mkdtemp(prefix=f"conformance-programs-{framework}-")
         self.spawned = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, framework],
@@ -395,6 +399,7 @@ class Worker:
                     stream.close()
             except OSError:
                 pass
+        shutil.rmtree(self.programs, ignore_errors=True)
 
 
 class WorkerPool:

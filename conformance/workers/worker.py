@@ -10,9 +10,11 @@ Run as ``python -m conformance.worker FRAMEWORK``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -124,12 +126,19 @@ def _overlap(a: list[int] | None, b: list[int] | None) -> bool:
 
 
 class _CapturedOutput:
-    """Redirect fds 1 and 2 into a temporary file for the duration of a case."""
+    """Redirect fds 1 and 2 into a temporary file for the duration of a case (one file for the
+    worker's life, emptied for each case)."""
+
+    _file: Any = None
 
     def __enter__(self) -> "_CapturedOutput":
         sys.stdout.flush()
         sys.stderr.flush()
-        self.file = tempfile.TemporaryFile()
+        if _CapturedOutput._file is None:
+            _CapturedOutput._file = tempfile.TemporaryFile()
+        self.file = _CapturedOutput._file
+        self.file.seek(0)
+        self.file.truncate()
         self.saved = (os.dup(1), os.dup(2))
         os.dup2(self.file.fileno(), 1)
         os.dup2(self.file.fileno(), 2)
@@ -142,9 +151,9 @@ class _CapturedOutput:
         os.dup2(self.saved[1], 2)
         for fd in self.saved:
             os.close(fd)
-        self.file.seek(0)
+        size = self.file.seek(0, os.SEEK_END)
+        self.file.seek(max(0, size - 4 * MAX_NATIVE_OUTPUT))  # the tail is what is kept
         data = self.file.read()
-        self.file.close()
         self.text = data.decode("utf-8", "replace")[-MAX_NATIVE_OUTPUT:]
 
 
@@ -160,10 +169,6 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
     program = translate(case, adapter, device, harness=True, mode=mode)
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
-    missing = unresolved_names(program.source, adapter.namespace)
-    if missing:
-        return {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, which "
-                f"{adapter.name} {adapter.version} does not have: a fault of the {adapter.name} adapter"}
     run = _Run(adapter)
     adapter.before_case(mode)
     filename = _source_file(case.id, program.source)
@@ -183,13 +188,32 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             reply = _raised(adapter, run, exc, filename)
+            if isinstance(exc, AttributeError) or run.phase == "compiled":  # how a misspelt name shows
+                missing = unresolved_names(program.source, adapter.namespace)
+                if missing:
+                    reply = {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, "
+                             f"which {adapter.name} {adapter.version} does not have: a fault of the {adapter.name} "
+                             f"adapter"}
         run.attribute()
     reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
                  run_seconds=time.perf_counter() - started)
     return reply
 
 
-_SOURCES = tempfile.mkdtemp(prefix="conformance-programs-")
+def _sources_folder() -> str:
+    """Where the programs are written: the folder the parent made for this worker (it removes it), else
+    one of our own, removed at exit."""
+    from conformance.workers.pool import PROGRAMS_ENV
+
+    folder = os.environ.get(PROGRAMS_ENV, "")
+    if folder and os.path.isdir(folder):
+        return folder
+    folder = tempfile.mkdtemp(prefix="conformance-programs-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+_SOURCES = _sources_folder()
 
 
 def _source_file(case_id: str, source: str) -> str:
