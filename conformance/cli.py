@@ -45,9 +45,9 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
 
 
 #: pytest's own plugins a conformance run has no use for; each costs time per cell or per run.
-_UNUSED_PYTEST_PLUGINS = ("cacheprovider", "unraisableexception", "logging", "warnings", "junitxml", "doctest",
-                          "stepwise", "pastebin", "legacypath", "tmpdir", "monkeypatch", "recwarn", "setuponly",
-                          "setupplan")
+_UNUSED_PYTEST_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "warnings",
+                          "junitxml", "doctest", "unittest", "skipping", "subtests", "stepwise", "pastebin",
+                          "legacypath", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan")
 
 
 def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import pytest
 
@@ -233,7 +234,7 @@ def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
 def _results_file(config: pytest.Config) -> ResultsFile:
     """This process's results file, opened once for the run."""
     if _RESULTS_FILE not in config.stash:
-        config.stash[_RESULTS_FILE] = ResultsFile(results_path(config))
+        config.stash[_RESULTS_FILE] = ResultsFile(results_path(config), shared=hasattr(config, "workerinput"))
     return config.stash[_RESULTS_FILE]
 
 

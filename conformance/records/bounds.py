@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -9,8 +9,9 @@ nowhere else.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 

@@ -1,7 +1,8 @@
 """Result records: one JSON line per cell, appended as soon as the cell is known.
 
-Appends take an exclusive lock, so pytest-xdist workers can share one file and
-an interrupted run keeps every record it wrote.  Reading is strict: a line that
+Each record is appended in one write as its cell ends, so an interrupted run
+keeps every record it wrote; pytest-xdist workers sharing one file also take
+an exclusive lock for each write.  Reading is strict: a line that
 is not a record (malformed, truncated, or JSON of another shape) is a
 :class:`ResultsError` naming the file and line, never skipped, because a report
 or diff built on a silently shortened file states false facts.
@@ -42,32 +43,37 @@ def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
 
 
 class ResultsFile:
-    """A results file held open for appending through a run: one locked write and flush per record
-    (each record is on disk when its cell ends), without reopening the file for every cell."""
+    """A results file held open for appending through a run: each record goes to disk in one write as
+    its cell ends, without reopening the file for every cell.  *shared*: other processes append to the
+    same file (pytest-xdist workers), so each write also takes the file's lock."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, shared: bool = True) -> None:
         self.path = Path(path)
-        self._handle: Any = None
+        self.shared = shared
+        self._fd: int | None = None
 
     def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
         """Write one record; return it as written (bounded)."""
         written = as_record(record).to_dict()
-        line = json.dumps(written, sort_keys=True, allow_nan=True) + "\n"
-        if self._handle is None:
+        data = (json.dumps(written, sort_keys=True, allow_nan=True) + "\n").encode("utf-8")
+        if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "a", encoding="utf-8")
-        fcntl.flock(self._handle, fcntl.LOCK_EX)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        if self.shared:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
-            self._handle.write(line)
-            self._handle.flush()
+            view = memoryview(data)
+            while view:  # a write to a regular file takes it all; a short one is finished, never lost
+                view = view[os.write(self._fd, view):]
         finally:
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            if self.shared:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         return written
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> "ResultsFile":
         return self
