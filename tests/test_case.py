@@ -34,6 +34,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "anchor.yaml": (5, "YAML anchors (&name) are not allowed"),
     "backward_on_optimizer.yaml": (7, "'opt' is a optimizer, but this argument takes a tensor"),
     "bad_index_syntax.yaml": (6, "bad slice '0:1:1:1' in index '0:1:1:1'"),
+    "getitem_of_array_as_tensor.yaml": (6, "'s' is a array, but this argument takes a tensor"),
     "binary.yaml": (3, "not UTF-8 text"),
     "call_on_tensor.yaml": (6, "'x' is a tensor, but this argument takes a module"),
     "comment_only.yaml": (1, "empty file"),

@@ -310,3 +310,29 @@ def test_observing_a_numpy_scalar_is_a_value_not_a_harness_error() -> None:
     with Runner(INSTALLED, timeout=60) as runner:
         verdict = runner.run([program.case("numpy_scalar")])[0]
     assert {cell.outcome for cell in verdict.cells.values()} == {"silent-correct"}, verdict.cells
+
+
+def test_a_slice_of_an_array_is_drawn_as_an_array() -> None:
+    """A generator bug the fuzzer's closing run showed: ``getitem`` bound a tensor whatever it indexed, so a
+    slice of a NumPy array was given to tensor ops (``.data`` read the array's buffer), and the frameworks'
+    results were NumPy's."""
+    source = Source(2026)
+    for _ in range(300):
+        program = source.next().program
+        kinds: dict[str, str] = {}
+        for step in program.steps:
+            if step.get("op") == "array":
+                kinds[step["out"]] = "array"
+            elif step.get("op") == "getitem" and kinds.get(step["args"][0]) == "array":
+                kinds[step["out"]] = "array"
+            elif step.get("op") in OPS and OPS[step["op"]].args[:1] == ("tensor",):
+                assert kinds.get(step["args"][0]) != "array", program.steps
+
+
+def test_the_tensor_class_is_drawn_in_float32_programs_only() -> None:
+    """torch.Tensor(a) makes the default dtype (float32) whatever a's is: in a float64 program a later
+    "cast to the dtype it has" would be a real cast in torch (the closing run's suspected reference bug)."""
+    source = Source(5)
+    drawn = [source.next().program for _ in range(400)]
+    assert any(p.dtype == "float64" for p in drawn) and any("construct_tensor" in p.ops() for p in drawn)
+    assert all(p.dtype == "float32" for p in drawn if "construct_tensor" in p.ops())

@@ -33,7 +33,8 @@ def _setitem_reference(m, s) -> None:
 
 
 register(Op(
-    "getitem", "out = t[index]: a view (a slice, a row).", args=("data",), fields={"index": _INDEX},
+    "getitem", "out = t[index]: a view (a slice, a row); of an array, an array.", args=("data",), binds="same",
+    fields={"index": _INDEX},
     run_reference=_getitem_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {s.args[0]}[{s.index.source()}]"),
 ))
