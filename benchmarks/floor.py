@@ -107,6 +107,9 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
+_KNOWN_ROLES = ("pytest (conformance run)", "reference service", "xdist process")
+
+
 def _role(pid: int, root: int) -> str:
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -148,7 +151,9 @@ class PeakSampler(threading.Thread):
             for pid in {self.root} | _descendants(self.root):
                 peak = _peak_kib(pid)
                 if peak is not None:
-                    role = self.seen.get(pid, (None, 0))[0] or _role(pid, self.root)
+                    role = self.seen.get(pid, (None, 0))[0]
+                    if role is None or not (role in _KNOWN_ROLES or role.startswith("worker ")):  # seen before exec
+                        role = _role(pid, self.root)
                     self.seen[pid] = (role, max(peak, self.seen.get(pid, ("", 0))[1]))
             self.done.wait(self.interval)
 
