@@ -48,3 +48,14 @@ def test_the_fast_reader_reads_valid_files_and_leaves_every_problem_to_the_other
                  "a: 1\na: 2\n", "1: a\n", "a: !!python/object:os.system x\n", "a: !!set {b}\n", "a: !t [1]\n",
                  "a: " + "9" * 101 + "\n", "[1, 2]\n[3]\n"):
         assert _yaml._read_fast(text) is None, text
+
+
+@pytest.mark.skipif(_yaml._CParser is None, reason="PyYAML without libyaml")
+@pytest.mark.parametrize("depth", [30, 31, 32, 33])
+def test_both_readers_draw_the_depth_limit_at_the_same_node(tmp_path: Path, depth: int) -> None:
+    """Nested flow sequences with a scalar at the bottom: the node at depth MAX_DEPTH + 1 is refused by
+    both readers alike, whether it is a collection or a scalar."""
+    path = tmp_path / "deep.yaml"
+    path.write_text("[" * depth + "1" + "]" * depth + "\n")
+    assert _as_read(path) == _pure_python(path)
+    assert (_as_read(path)[0] == "error") == (depth + 1 > _yaml.MAX_DEPTH)

@@ -111,8 +111,8 @@ def _build(parser: Any) -> tuple[Any, Lines]:
         if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             _attach(stack, root, stack.pop()[0])
             continue
-        if isinstance(event, yaml.AliasEvent) or event.anchor is not None:
-            raise _Declined()
+        if isinstance(event, yaml.AliasEvent) or event.anchor is not None or len(stack) >= MAX_DEPTH:
+            raise _Declined()  # (a node deeper than MAX_DEPTH, counting the document's as 1, is refused)
         if stack:
             container, path, key = stack[-1]
             if isinstance(container, dict) and key is None:  # this event is a key
@@ -133,7 +133,7 @@ def _build(parser: Any) -> tuple[Any, Lines]:
         if isinstance(event, yaml.ScalarEvent):
             value: Any = _scalar(event)
         elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            if event.tag is not None or len(stack) >= MAX_DEPTH:
+            if event.tag is not None:
                 raise _Declined()
             stack.append([{} if isinstance(event, yaml.MappingStartEvent) else [], here, None])
             continue
