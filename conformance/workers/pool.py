@@ -117,6 +117,13 @@ class Ticket:
         if self.wakeup is not None:
             self.wakeup.set()
 
+    def result(self) -> dict[str, Any]:
+        """The reply of a ticket that is done, or the error it failed with, raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.reply is not None
+        return self.reply
+
     @property
     def seconds(self) -> float | None:
         """How long the worker had it: from when it could begin it to its reply."""
@@ -218,10 +225,7 @@ class Worker:
         if not self.send(ticket):
             raise self._startup_error or WorkerCrashed(self.process.returncode, self.output_tail())
         ticket.done.wait()
-        if ticket.error is not None:
-            raise ticket.error
-        assert ticket.reply is not None
-        return ticket.reply
+        return ticket.result()
 
     def _write_requests(self) -> None:
         stdin = self.process.stdin
@@ -461,10 +465,7 @@ class WorkerPool:
                 break
             self.wakeup.wait(_TICK)
             self.wakeup.clear()
-        if ticket.error is not None:
-            raise ticket.error
-        assert ticket.reply is not None
-        return ticket.reply
+        return ticket.result()
 
     def revive(self) -> None:
         """Replace each dead worker that still has requests queued, and send them to the new one."""
