@@ -55,8 +55,9 @@ def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
     # hypothesis's, would only add their start-up and closing time to every run); no capture of the
     # file descriptors, log records or warnings around each cell (the cells run in the workers, which
     # record their output and warnings) and no hunt for unraisable exceptions (full garbage
-    # collections) at the end.
+    # collections) at the end; no conftest.py files looked for beside every case file.
     argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "--capture=no",
+            "--noconftest",
             *(f"-pno:{name}" for name in _UNUSED_PYTEST_PLUGINS),
             "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
     argv += ["--results", args.results] if args.results else []

@@ -4,12 +4,15 @@ Execution happens in a worker; judging (reference, comparison, outcome) happens
 here, in the parent, so every framework is judged by the same code.
 
 A run that knows its cells up front hands them to :meth:`Engine.prefetch`: each
-framework's worker then gets its requests queued ahead (up to :data:`WINDOW` at a
-time), and the reference service gets a case as soon as a worker has answered one
-of its cells with a result to judge, so the workers and the reference run while
-the parent judges and records the cells already answered.  :meth:`Engine.run_cell`
-then only waits for a cell's reply; a cell that was not prefetched is sent when it
-is asked for.  Either way a cell's outcome is the same.
+framework's worker then gets its requests queued ahead, and the reference service
+the cases, in the order the run takes them, so the workers and the reference run
+while the parent collects, judges and records.  How far ahead is bounded twice: at
+most :data:`WINDOW` requests sent and not yet taken per process, and at most
+:data:`REPLY_BYTES_AHEAD` of replies read and not yet taken (a reply's size has no
+small bound: a cell may observe inside a long loop).  :meth:`Engine.run_cell` then
+only waits for a cell's reply; a cell that was not prefetched is sent when it is
+asked for, and a case's reference as soon as a worker has answered one of its cells
+with a result to judge.  Either way a cell's outcome is the same.
 """
 
 from __future__ import annotations
@@ -31,15 +34,18 @@ from conformance.judge.classify import classify
 from conformance.records.results import run_info
 from conformance.workers.pool import Ticket, WorkerCrashed, WorkerPool, WorkerTimeout
 
-__all__ = ["Engine", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "WINDOW", "Prepared", "parallel_processes"]
+__all__ = ["Engine", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "REPLY_BYTES_AHEAD", "WINDOW", "Prepared",
+           "parallel_processes"]
 
 DEFAULT_TIMEOUT = 120.0
 #: The pool's name for the reference service (never a framework's name: it has no adapter).
 REFERENCE_SERVICE = "reference"
 REFERENCE_MODULE = "conformance.judge.service"
-#: The most requests queued ahead on one worker and not yet taken by the parent: enough that a worker
-#: never waits for the parent, few enough that unread replies stay a bounded amount of memory.
-WINDOW = 256
+#: The most requests queued ahead on one process (a worker, or the reference service) and not yet taken
+#: by the parent: enough that no process waits while the parent collects a large catalogue.
+WINDOW = 4096
+#: The most bytes of replies read from one process and not yet taken: what bounds the parent's memory.
+REPLY_BYTES_AHEAD = 64 << 20
 
 Cell = tuple[Case, str, str, str]  # case, framework, device, mode
 
@@ -70,6 +76,11 @@ class Engine:
         self._reference_tickets: dict[str, tuple[Ticket, float]] = {}
         self._reference_sent: set[str] = set()
         self._wanted: SimpleQueue[Case] = SimpleQueue()  # cases a worker answered for: their reference is due
+        self._planned_references: deque[Case] = deque()  # cases whose reference prefetch asks for in turn
+        self._reference_planned: set[str] = set()
+        self._bytes_lock = threading.Lock()  # the counts below, which reader threads add to
+        self._unread: dict[str, int] = {}  # per process: bytes of replies read and not yet taken
+        self._counted: dict[int, tuple[str, int]] = {}  # ticket id -> (process, bytes) in those counts
         self._tickets: dict[tuple[str, str, str, str], Ticket] = {}
         self._sent: set[tuple[str, str, str, str]] = set()  # cells sent once, prefetched or asked for
         self._case_keys: dict[int, tuple[Case, str]] = {}  # the key each case object is sent to workers under
@@ -95,18 +106,19 @@ class Engine:
         self.pool.start(REFERENCE_SERVICE, module=REFERENCE_MODULE)
 
     def prefetch(self, cells: Iterable[Cell]) -> None:
-        """Queue *cells* on their workers, in this order and :data:`WINDOW` ahead at most, so each runs
-        before the parent asks for it.  A case's reference is asked for as soon as a worker has answered
-        one of its cells with a result to judge."""
+        """Queue *cells* on their workers, and their cases on the reference service, in this order and
+        within the bounds of the window, so each runs before the parent asks for it."""
         with self._lock:
             for case, framework, device, mode in cells:
                 key = (self._worker_key(case), framework, device, mode)
                 if key in self._sent or not _installed(framework)[0]:
                     continue
                 self._planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
+                self._plan_reference(case)
                 self._warm_run_info(case)
             for name in list(self._planned):
                 self._refill(name)
+            self._refill_references()
 
     def replan(self, cells: Iterable[Cell]) -> None:
         """The cells the run will take, in the order it takes them: those not sent yet are queued in
@@ -114,24 +126,80 @@ class Engine:
         with self._lock:
             planned: dict[str, deque] = {}
             wanted = set()
-            for case, framework, device, mode in cells:
+            cells_in_order = list(cells)
+            for case, framework, device, mode in cells_in_order:
                 key = (self._worker_key(case), framework, device, mode)
                 wanted.add(key)
                 if key not in self._sent and _installed(framework)[0]:
                     planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
             for key in [k for k in self._tickets if k not in wanted]:
-                del self._tickets[key]
+                self._release(self._tickets.pop(key), dropped=True)
                 self._ahead[key[1]] -= 1
             self._planned = planned
+            self._planned_references.clear()
+            self._reference_planned.clear()
+            for case, framework, _, _ in cells_in_order:
+                if _installed(framework)[0]:
+                    self._plan_reference(case)
+            for key in [k for k in self._reference_tickets if k not in self._reference_planned]:
+                self._release(self._reference_tickets.pop(key)[0], dropped=True)
+                self._reference_sent.discard(key)
             for name in list(self._ahead):
                 self._refill(name)
+            self._refill_references()
 
     def _refill(self, framework: str) -> None:
         planned = self._planned.get(framework)
-        while planned and self._ahead.get(framework, 0) < WINDOW:
+        while planned and self._ahead.get(framework, 0) < WINDOW and self._has_room(framework):
             entry = planned.popleft()
             if entry[0] not in self._sent:  # else it was asked for before its turn came
                 self._send_cell(*entry)
+
+    def _plan_reference(self, case: Case) -> None:
+        """Plan a case's reference (once); those already asked for count as planned, for :meth:`replan`."""
+        key = _case_key(case)
+        if key not in self._reference_planned and key not in self._references:
+            self._reference_planned.add(key)
+            if key not in self._reference_sent:
+                self._planned_references.append(case)
+
+    def _refill_references(self) -> None:
+        planned = self._planned_references
+        while planned and len(self._reference_tickets) < WINDOW and self._has_room(REFERENCE_SERVICE):
+            case = planned.popleft()
+            key = _case_key(case)
+            if key not in self._reference_sent and key not in self._references:
+                self._reference_tickets[key] = self._submit_reference(case)
+
+    # -- the bytes of replies read and not yet taken -------------------------------------------------
+
+    def _has_room(self, process: str) -> bool:
+        return self._unread.get(process, 0) < REPLY_BYTES_AHEAD
+
+    def _count(self, process: str, ticket: Ticket) -> None:
+        """A reader thread, on a reply: its bytes count against its process's room until it is taken."""
+        with self._bytes_lock:
+            if ticket.on_reply is not None:  # else it was dropped, unanswered, and nobody will take it
+                self._counted[ticket.id] = (process, ticket.size)
+                self._unread[process] = self._unread.get(process, 0) + ticket.size
+
+    def _taken(self, ticket: Ticket, process: str) -> None:
+        """The parent has a reply (or its failure) in hand: its bytes make room for more requests."""
+        with self._lock:
+            self._release(ticket)
+            if process == REFERENCE_SERVICE:
+                self._refill_references()
+            else:
+                self._refill(process)
+
+    def _release(self, ticket: Ticket, dropped: bool = False) -> None:
+        """A reply taken (or a request no longer wanted): its bytes no longer count."""
+        with self._bytes_lock:
+            if dropped:
+                ticket.on_reply = None
+            process, size = self._counted.pop(ticket.id, ("", 0))
+            if size:
+                self._unread[process] -= size
 
     def _worker_key(self, case: Case) -> str:
         """The key a case is sent to a worker under (once per worker process): one per case object, so a
@@ -150,15 +218,16 @@ class Engine:
                    mode: str) -> Ticket:
         ticket = self.pool.submit(framework, {"cmd": "run", "device": device, "mode": mode}, self._timeout(case),
                                   case=(key[0], self._case_entry(case)[2]),
-                                  on_reply=functools.partial(self._answered, case))
+                                  on_reply=functools.partial(self._answered, case, framework))
         self._tickets[key] = ticket
         self._sent.add(key)
         self._ahead[framework] = self._ahead.get(framework, 0) + 1
         return ticket
 
-    def _answered(self, case: Case, reply: dict[str, Any]) -> None:
+    def _answered(self, case: Case, framework: str, ticket: Ticket) -> None:
         """A worker's reader thread, on a reply: a result to judge makes the case's reference due."""
-        if reply.get("status") in ("completed", "raised"):
+        self._count(framework, ticket)
+        if ticket.reply is not None and ticket.reply.get("status") in ("completed", "raised"):
             self._wanted.put(case)
 
     def _take_cell(self, case: Case, framework: str, device: str, mode: str) -> Ticket:
@@ -188,7 +257,8 @@ class Engine:
     def _submit_reference(self, case: Case) -> tuple[Ticket, float]:
         limit = self._timeout(case)
         ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit}, limit + 5,
-                                  case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE)
+                                  case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE,
+                                  on_reply=functools.partial(self._count, REFERENCE_SERVICE))
         self._reference_sent.add(_case_key(case))
         return ticket, limit
 
@@ -233,12 +303,15 @@ class Engine:
         key = _case_key(case)
         with self._lock:
             ticket, limit = self._reference_tickets.pop(key, None) or self._submit_reference(case)
+            self._refill_references()
         try:
             reply = self._wait(ticket)
         except WorkerTimeout:
             return None, None, f"the reference did not finish within the cell's limit of {limit:g} s"
         except WorkerCrashed as exc:
             return None, None, f"the reference process died ({exc}); it runs under a memory limit"
+        finally:
+            self._taken(ticket, REFERENCE_SERVICE)
         if reply.get("status") == "ok":
             return reply["observations"], None, None
         if reply.get("status") == "failed":
@@ -310,6 +383,8 @@ class Engine:
                 return {"status": "timeout", "message": f"the {framework} worker did not start: {exc}"}, None, None
             return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
                     "timeout_seconds": timeout}, ticket.info, ticket.seconds
+        finally:
+            self._taken(ticket, framework)
         return reply, ticket.info, ticket.seconds
 
     def close(self) -> None:

@@ -291,11 +291,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """In an xdist worker (which learns its items one by one): queue the next cell while this one runs."""
-    if hasattr(item.config, "workerinput") and isinstance(item, CaseItem) and item.config.stash.get(_ACTIVE, False):
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A cell runs through :meth:`CaseItem.run_protocol`.  In an xdist worker (which learns its items one
+    by one), the next cell is queued first, so that it runs while this one is judged."""
+    if not isinstance(item, CaseItem) or not hasattr(item.session, "_setupstate"):
+        return None
+    if hasattr(item.config, "workerinput"):
         _engine(item.config).prefetch(_cell_of(i) for i in (item, nextitem)
                                       if isinstance(i, CaseItem) and i._kept() is None)
+    item.run_protocol(nextitem)
+    return True
 
 
 def _cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
@@ -595,6 +600,32 @@ class CaseItem(pytest.Item):
         change = store.check(self.record) if store is not None else None
         if change:
             raise CellFailure(change)
+
+    def run_protocol(self, nextitem: pytest.Item | None) -> None:
+        """pytest's protocol (setup, call, teardown, a report of each, each logged) without its hooks
+        around each phase: a cell runs in its worker and is judged here, so the plugins that wrap a
+        test's phases (capture, logging, fixtures) have nothing to do, and their hooks would cost a cell
+        more than its own bookkeeping.  Every report still goes through ``pytest_runtest_logreport``
+        (the terminal, xdist and junitxml see each cell as before) and a failure through
+        ``pytest_exception_interact``."""
+        ihook, state = self.ihook, self.session._setupstate
+        reraise: tuple[type[BaseException], ...] = (pytest.exit.Exception,)
+        if not self.config.getoption("usepdb", False):
+            reraise += (KeyboardInterrupt,)
+        ihook.pytest_runtest_logstart(nodeid=self.nodeid, location=self.location)
+        if self._phase(pytest.CallInfo.from_call(lambda: state.setup(self), "setup", reraise)).passed:
+            self._phase(pytest.CallInfo.from_call(self.runtest, "call", reraise))
+        if self.session.shouldfail or self.session.shouldstop:
+            nextitem = None  # as pytest does: tear everything down before the session ends
+        self._phase(pytest.CallInfo.from_call(lambda: state.teardown_exact(nextitem), "teardown", reraise))
+        ihook.pytest_runtest_logfinish(nodeid=self.nodeid, location=self.location)
+
+    def _phase(self, call: pytest.CallInfo[None]) -> pytest.TestReport:
+        report = pytest.TestReport.from_item_and_call(self, call)
+        self.ihook.pytest_runtest_logreport(report=report)
+        if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
+            self.ihook.pytest_exception_interact(node=self, call=call, report=report)
+        return report
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, (CellFailure, HarnessError)):

@@ -97,50 +97,54 @@ _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
 def _build(parser: Any) -> tuple[Any, Lines]:
-    """One document's data and lines from the parser's events, without recursion (depth is counted)."""
+    """One document's data and lines from the parser's events, without recursion (depth is counted).
+    (Events are told apart by their exact class: libyaml's parser makes no others.)"""
     lines = Lines()
     stack: list[list[Any]] = []  # [container, path, key or None]
     root: list[Any] = []
-    event = parser.get_event()
-    if not isinstance(event, yaml.StreamStartEvent) or not isinstance(parser.get_event(), yaml.DocumentStartEvent):
+    if type(parser.get_event()) is not yaml.StreamStartEvent or type(parser.get_event()) is not yaml.DocumentStartEvent:
         raise _Declined()
+    scalar_event, mapping_start, sequence_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     while True:
         event = parser.get_event()
-        if isinstance(event, yaml.DocumentEndEvent):
+        kind = type(event)
+        if kind is yaml.DocumentEndEvent:
             break
-        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+        if kind in ends:
             _attach(stack, root, stack.pop()[0])
             continue
-        if isinstance(event, yaml.AliasEvent) or event.anchor is not None or len(stack) >= MAX_DEPTH:
+        if kind is yaml.AliasEvent or event.anchor is not None or len(stack) >= MAX_DEPTH:
             raise _Declined()  # (a node deeper than MAX_DEPTH, counting the document's as 1, is refused)
         if stack:
-            container, path, key = stack[-1]
-            if isinstance(container, dict) and key is None:  # this event is a key
-                if not isinstance(event, yaml.ScalarEvent):
+            top = stack[-1]
+            container, path, key = top
+            if key is None and type(container) is dict:  # this event is a key
+                if kind is not scalar_event:
                     raise _Declined()
                 lines[path + ("<key>",)] = event.start_mark.line + 1
                 key = _scalar(event)
-                if not isinstance(key, str) or key in container:
+                if type(key) is not str or key in container:
                     raise _Declined()
-                stack[-1][2] = key
+                top[2] = key
                 continue
-            here = path + ((key if isinstance(container, dict) else len(container)),)
+            here = path + ((key if type(container) is dict else len(container)),)
         else:
             if root:
                 raise _Declined()
             here = ()
         lines[here] = event.start_mark.line + 1
-        if isinstance(event, yaml.ScalarEvent):
+        if kind is scalar_event:
             value: Any = _scalar(event)
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+        elif kind is mapping_start or kind is sequence_start:
             if event.tag is not None:
                 raise _Declined()
-            stack.append([{} if isinstance(event, yaml.MappingStartEvent) else [], here, None])
+            stack.append([{} if kind is mapping_start else [], here, None])
             continue
         else:
             raise _Declined()
         _attach(stack, root, value)
-    if not isinstance(parser.get_event(), yaml.StreamEndEvent) or len(root) != 1:
+    if type(parser.get_event()) is not yaml.StreamEndEvent or len(root) != 1:
         raise _Declined()
     return root[0], lines
 
@@ -149,21 +153,46 @@ def _attach(stack: list[list[Any]], root: list[Any], value: Any) -> None:
     """Put a finished value in the collection being built (under its key), or make it the document."""
     if not stack:
         root.append(value)
-    elif isinstance(stack[-1][0], dict):
-        stack[-1][0][stack[-1][2]] = value
-        stack[-1][2] = None
+        return
+    top = stack[-1]
+    if type(top[0]) is dict:
+        top[0][top[2]] = value
+        top[2] = None
     else:
-        stack[-1][0].append(value)
+        top[0].append(value)
+
+
+#: Scalars already read, by (tag, text, implicit): keys, op names and small numbers recur in every case,
+#: and resolving a scalar (regular expressions) costs more than the rest of reading it.  Their values are
+#: immutable (strings, numbers, booleans, null); emptied when it grows past _SCALARS_KEPT.
+_SCALARS: dict[tuple[Any, str, Any], Any] = {}
+_SCALARS_KEPT = 4096
 
 
 def _scalar(event: Any) -> Any:
-    if event.tag is not None and event.tag != "!":
+    key = (event.tag, event.value, event.implicit)
+    value = _SCALARS.get(key, _SCALARS)
+    if value is _SCALARS:
+        if len(_SCALARS) >= _SCALARS_KEPT:
+            _SCALARS.clear()
+        value = _SCALARS[key] = _resolve_scalar(event)
+    if value is _Declined:
         raise _Declined()
+    return value
+
+
+def _resolve_scalar(event: Any) -> Any:
+    """A scalar's value, or _Declined (a tag, a type other than plain data, an overlong number)."""
+    if event.tag is not None and event.tag != "!":
+        return _Declined
     tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in _PLAIN_TAGS or (tag in _NUMBER_TAGS and len(event.value) > MAX_NUMBER_CHARS):
-        raise _Declined()
-    return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, event.value, event.start_mark,
-                                                                               event.end_mark, event.style))
+        return _Declined
+    try:
+        return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, event.value, event.start_mark,
+                                                                                   event.end_mark, event.style))
+    except Exception:  # noqa: BLE001 - left to the pure-Python reader, which reports it at its line
+        return _Declined
 
 
 def load(path: Path) -> tuple[Any, Lines]:

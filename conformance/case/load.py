@@ -6,9 +6,11 @@ line and the problem; nothing here imports a framework.
 
 from __future__ import annotations
 
+import base64
 import builtins
 import functools
 import keyword
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,8 @@ from . import _yaml
 from conformance.case.index import Index, parse_index
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
-__all__ = ["Case", "CaseError", "Step", "case_from_message", "find_case_files", "load_case", "load_cases"]
+__all__ = ["Case", "CaseError", "Step", "case_from_message", "check_case", "find_case_files", "load_case",
+           "load_cases"]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -102,8 +105,10 @@ class Case:
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
 
     def to_message(self) -> dict[str, Any]:
-        """Plain data for a worker: the raw case and its line map."""
-        return {"case": self.raw, "path": self.path, "lines": [[list(k), v] for k, v in self.lines.items()]}
+        """The case for a worker or the reference service, which are processes of this package started
+        by this one: the checked case itself, pickled (rebuilding it from its YAML data would check it
+        once more in every process, for every case)."""
+        return {"case": base64.b64encode(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
 
     def walk(self) -> Iterable[Step]:
         for step in self.steps:
@@ -515,6 +520,13 @@ def _shape(value: Any) -> tuple[int, ...]:
 
 
 def case_from_message(message: Mapping[str, Any]) -> Case:
-    """Rebuild a case from :meth:`Case.to_message` data; step numbers and lines are the same."""
-    lines = _yaml.Lines({tuple(k): v for k, v in message.get("lines", [])})
-    return _Checker(Path(message["path"]), lines).case(dict(message["case"]))
+    """The case a :meth:`Case.to_message` carries (only ever from the process that started this one)."""
+    case = pickle.loads(base64.b64decode(message["case"]))
+    if not isinstance(case, Case):
+        raise TypeError(f"the message carries a {type(case).__name__}, not a case")
+    return case
+
+
+def check_case(data: Any, path: Path | str) -> Case:
+    """Check plain case data as if read from *path* (CaseError on any problem; every line reads as 1)."""
+    return _Checker(Path(path), _yaml.Lines()).case(data)

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from conformance.case import _yaml
 from conformance.case.index import parse_index
-from conformance.case.load import Case, CaseError, Step, _Checker, case_from_message, reserved_names
+from conformance.case.load import Case, CaseError, Step, _Checker, check_case, reserved_names
 from conformance.judge.reference import Machine, Module, Optimizer, ReferenceFailure, Tensor, run_reference
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 from conformance.ops._op import FIELD_TYPES
@@ -85,7 +85,7 @@ class Program:
 
     def case(self, case_id: str, path: str = "cases/found/fuzz.yaml") -> Case:
         """The program as a checked case (CaseError if it is not one)."""
-        return case_from_message({"case": self.data(case_id), "path": path, "lines": []})
+        return check_case(self.data(case_id), path)
 
     def ops(self) -> list[str]:
         """The ops it uses, in order, blocks walked."""

@@ -4,9 +4,10 @@ The parent never imports a framework.  Each framework runs in a long-lived
 worker (its import is paid once).  Requests are *pipelined*: the parent may
 queue many requests (:class:`Ticket`) on a worker at once, so the worker goes
 from one cell to the next without waiting for the parent, while the parent
-judges and records the cells already answered.  Two threads per worker move the
-bytes (one writes requests, one reads replies), so the parent never blocks on a
-pipe.
+judges and records the cells already answered.  The parent never blocks on a
+pipe: a request is written at once as far as the pipe takes it, and a thread per
+worker writes the rest as the worker reads (while it imports its framework, say);
+another thread per worker reads the replies.
 
 Every fault still costs one cell.  A cell's deadline counts from the moment the
 worker could begin it (the previous reply, its hello, or the request, whichever
@@ -30,6 +31,7 @@ as soon as its stdin closes, even in the middle of a cell.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -42,11 +44,10 @@ import tempfile
 import threading
 import time
 from collections import deque
-from queue import SimpleQueue
 from typing import Any, BinaryIO, Callable, Iterator
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
-           "parent_lines", "WORKER_MODULE"]
+           "parent_lines", "scratch_folder", "WORKER_MODULE"]
 
 STARTUP_TIMEOUT = 300.0
 WORKER_MODULE = "conformance.workers.worker"
@@ -60,6 +61,15 @@ PROGRAMS_ENV = "CONFORMANCE_PROGRAMS"
 _PR_SET_PDEATHSIG = 1
 #: How often a reader thread looks at its worker's deadline while no reply comes (seconds).
 _TICK = 0.25
+
+
+@functools.lru_cache(maxsize=None)
+def scratch_folder() -> str | None:
+    """Where workers keep the files they rewrite for every cell (its program, its captured output): a
+    file system in memory where the machine has one (creating a file there costs a tenth of what it
+    costs on a disk's journal), else the system's temporary folder (None)."""
+    folder = "/dev/shm"
+    return folder if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) else None
 
 
 class WorkerCrashed(Exception):
@@ -91,15 +101,16 @@ class Ticket:
     _ids = itertools.count(1)
 
     def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, str | dict[str, Any]] | None = None,
-                 on_reply: Callable[[dict[str, Any]], None] | None = None,
+                 on_reply: Callable[["Ticket"], None] | None = None,
                  wakeup: threading.Event | None = None) -> None:
         self.id = next(self._ids)
         self.message = message
         self.case = case
-        self.on_reply = on_reply  # called by the reader thread with the reply: keep it short, take no lock
+        self.on_reply = on_reply  # called by the reader thread once answered: keep it short, no long lock
         self.wakeup = wakeup  # set, as well as done, when this ticket is answered or fails
         self.timeout = timeout
         self.reply: dict[str, Any] | None = None
+        self.size = 0  # bytes of the reply's line
         self.error: WorkerCrashed | WorkerTimeout | None = None
         self.info: dict[str, Any] | None = None  # the hello of the worker that answered
         self.submitted = time.monotonic()
@@ -155,7 +166,8 @@ class Worker:
         env.setdefault("GLOG_minloglevel", "0")
         env[PARENT_PID_ENV] = str(os.getpid())
         env[PDEATHSIG_ENV] = "1" if threading.current_thread() is threading.main_thread() else "0"
-        self.programs = env[PROGRAMS_ENV] = tempfile.mkdtemp(prefix=f"conformance-programs-{framework}-")
+        self.programs = env[PROGRAMS_ENV] = tempfile.mkdtemp(prefix=f"conformance-programs-{framework}-",
+                                                             dir=scratch_folder())
         self.spawned = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, framework],
@@ -172,7 +184,12 @@ class Worker:
         self._hello: dict[str, Any] | None = None
         self._startup_error: WorkerCrashed | WorkerTimeout | None = None
         self._hello_seen = threading.Event()
-        self._outbox: SimpleQueue[bytes | None] = SimpleQueue()
+        assert self.process.stdin is not None
+        self._stdin = self.process.stdin.fileno()
+        os.set_blocking(self._stdin, False)  # a full pipe never blocks the sender: the writer thread waits
+        self._unsent = bytearray()  # what the pipe could not take yet, in order
+        self._stop_writing = False
+        self._writer_due = threading.Event()  # set when there is something unsent, or writing must end
         threading.Thread(target=self._write_requests, name=f"{framework}-requests", daemon=True).start()
         self._reader = threading.Thread(target=self._read_replies, name=f"{framework}-replies", daemon=True)
         self._reader.start()
@@ -216,8 +233,22 @@ class Worker:
             self.busy = True
             if len(self.queue) == 1 and self._hello is not None:
                 ticket.started = time.monotonic()
-            self._outbox.put(_line(message, fields))
+            self._write(_line(message, fields))
         return True
+
+    def _write(self, data: bytes) -> None:
+        """Under the lock: write *data* now, as far as the pipe takes it (it usually takes all, and no
+        thread need wake); the writer thread writes the rest as the worker reads."""
+        if not self._unsent:
+            try:
+                data = data[os.write(self._stdin, data):]
+            except BlockingIOError:
+                pass
+            except OSError:  # the worker is gone: its reader fails the tickets
+                return
+        if data:
+            self._unsent += data
+            self._writer_due.set()
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """One request, answered before returning (raises :class:`WorkerCrashed` or :class:`WorkerTimeout`)."""
@@ -228,18 +259,37 @@ class Worker:
         return ticket.result()
 
     def _write_requests(self) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        while (data := self._outbox.get()) is not None:
+        """Write what the pipe could not take when it was sent, as the worker makes room; at the end,
+        close the worker's stdin (an idle worker then exits)."""
+        while True:
+            self._writer_due.wait()
+            with self.lock:
+                if self._stop_writing:
+                    break
+                if not self._unsent:
+                    self._writer_due.clear()
+                    continue
             try:
-                stdin.write(data)
-                stdin.flush()
-            except (OSError, ValueError):  # the worker is gone: the reader tells the tickets
-                return
+                select.select([], [self._stdin], [], _TICK)  # room in the pipe, or the worker gone
+            except (OSError, ValueError):
+                break
+            with self.lock:
+                try:
+                    del self._unsent[:os.write(self._stdin, self._unsent)]
+                except BlockingIOError:
+                    pass
+                except OSError:  # the worker is gone: the reader tells the tickets
+                    self._unsent.clear()
+                    break
         try:
-            stdin.close()
-        except (OSError, ValueError):
+            self.process.stdin.close()  # type: ignore[union-attr]
+        except OSError:
             pass
+
+    def _end_writing(self) -> None:
+        with self.lock:
+            self._stop_writing = True
+        self._writer_due.set()
 
     def _deadline(self) -> tuple[float, Ticket | None] | None:
         """When the worker must have answered next (startup, or its running cell), and for which ticket."""
@@ -311,16 +361,17 @@ class Worker:
                                                reason=f"unreadable reply from the worker: {line[:200]!r}"))
                     return False
                 self.queue.popleft()
-                ticket.reply, ticket.info, ticket.finished = reply, self._hello, now
+                ticket.reply, ticket.info, ticket.finished, ticket.size = reply, self._hello, now, len(line)
                 if self.queue:
                     self.queue[0].started = now
                 self.busy = bool(self.queue)
         if hello_seen:
             self._hello_seen.set()
         if ticket is not None:
-            if ticket.on_reply is not None:
+            on_reply = ticket.on_reply
+            if on_reply is not None:
                 try:
-                    ticket.on_reply(reply)
+                    on_reply(ticket)
                 except Exception:  # noqa: BLE001 - a hint for the parent; the reply itself still counts
                     pass
             ticket._finish()
@@ -359,7 +410,7 @@ class Worker:
         if starting and self._startup_error is None:
             self._startup_error = crash
         self._hello_seen.set()
-        self._outbox.put(None)
+        self._end_writing()
         self.exited.set()
         if ticket is not None:
             ticket._fail(crash)
@@ -394,7 +445,7 @@ class Worker:
         """End the worker now, busy or idle: it has nothing left that anyone will read."""
         with self.lock:
             self.closing = True
-        self._outbox.put(None)
+        self._end_writing()
         self.kill()
         self._reader.join(timeout=5)
         for stream in (self.process.stdout, self.log):
@@ -440,7 +491,7 @@ class WorkerPool:
 
     def submit(self, name: str, message: dict[str, Any], timeout: float,
                case: tuple[Any, str | dict[str, Any]] | None = None, module: str = WORKER_MODULE,
-               on_reply: Callable[[dict[str, Any]], None] | None = None) -> Ticket:
+               on_reply: Callable[[Ticket], None] | None = None) -> Ticket:
         """Queue a request on *name*'s worker (started if need be) and return its ticket at once."""
         ticket = Ticket(message, timeout, case, on_reply, self.wakeup)
         with self.lock:
@@ -518,29 +569,40 @@ def _running(pid: int) -> bool:
 
 
 class ParentLines:
-    """In a worker: the request lines from the parent, read by a thread from the moment it is made (so
-    the parent's queued requests are drained from the pipe even while the framework is imported).
-    When the parent closes the pipe (or dies), an idle worker's loop ends; a worker in the middle of a
-    request exits at once, since no one will read its reply."""
+    """In a worker: the request lines from the parent, read by the worker's own thread.  When the parent
+    closes the pipe (or dies), an idle worker's loop ends; a worker in the middle of a request exits at
+    once, since no one will read its reply.
+
+    A watcher thread waits for the pipe's hang-up (``poll`` with no event asked for reports only that),
+    without reading: it wakes once, at the end, not once per request as a thread that moved every
+    line would (a thread switch per request costs more than reading the line)."""
 
     def __init__(self, stream: BinaryIO) -> None:
-        self._lines: SimpleQueue[bytes | None] = SimpleQueue()
-        self._busy = threading.Event()
         self._stream = stream
-        threading.Thread(target=self._pump, name="parent-lines", daemon=True).start()
+        self._busy = False
+        self._closed = False
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return  # not a file: its end is its last line
+        threading.Thread(target=self._watch, args=(fd,), name="parent-hangup", daemon=True).start()
 
-    def _pump(self) -> None:
-        for line in self._stream:
-            self._lines.put(line)
-        if self._busy.is_set():
+    def _watch(self, fd: int) -> None:
+        watcher = select.poll()
+        watcher.register(fd, 0)  # no event asked for: only a hang-up (or an error) ends the wait
+        while not watcher.poll():
+            pass
+        self._closed = True  # set before looking at _busy, which the reader sets before looking at this
+        if self._busy:
             os._exit(0)
-        self._lines.put(None)
 
     def __iter__(self) -> Iterator[bytes]:
-        while (line := self._lines.get()) is not None:
-            self._busy.set()
+        for line in self._stream:
+            self._busy = True
+            if self._closed:  # the parent went while this line waited: nobody reads its reply
+                return
             yield line
-            self._busy.clear()
+            self._busy = False
 
 
 def parent_lines(stream: BinaryIO) -> Iterator[bytes]:

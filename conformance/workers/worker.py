@@ -31,6 +31,7 @@ from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
+from conformance.workers.pool import PROGRAMS_ENV, scratch_folder
 
 __all__ = ["main"]
 
@@ -135,7 +136,7 @@ class _CapturedOutput:
         sys.stdout.flush()
         sys.stderr.flush()
         if _CapturedOutput._file is None:
-            _CapturedOutput._file = tempfile.TemporaryFile()
+            _CapturedOutput._file = tempfile.TemporaryFile(dir=scratch_folder())
         self.file = _CapturedOutput._file
         self.file.seek(0)
         self.file.truncate()
@@ -203,12 +204,10 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
 def _sources_folder() -> str:
     """Where the programs are written: the folder the parent made for this worker (it removes it), else
     one of our own, removed at exit."""
-    from conformance.workers.pool import PROGRAMS_ENV
-
     folder = os.environ.get(PROGRAMS_ENV, "")
     if folder and os.path.isdir(folder):
         return folder
-    folder = tempfile.mkdtemp(prefix="conformance-programs-")
+    folder = tempfile.mkdtemp(prefix="conformance-programs-", dir=scratch_folder())
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
@@ -227,8 +226,7 @@ def _source_file(case_id: str, source: str) -> str:
 
 def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> dict[str, Any]:
     """What an exception from the running program was: the framework's, or the harness's own fault."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if isinstance(exc, NameError) and frames and frames[-1].filename == filename:
+    if isinstance(exc, NameError) and _innermost_file(exc) == filename:
         return {"status": "error", "message": f"the generated program raised {type(exc).__name__}: {exc} "
                 f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
     type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
@@ -238,6 +236,16 @@ def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> d
     if run.phase == "compiled":  # the call of a compiled function: compiling it, or running it
         exception["phase"] = "compilation" if adapter.compile_failure(exc) else "compiled-call"
     return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": exception}
+
+
+def _innermost_file(exc: BaseException) -> str | None:
+    """The file of the frame that raised *exc* (without reading any source, as a formatted traceback would)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename
 
 
 def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
@@ -259,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     from conformance.workers.pool import ParentLines, bind_to_parent  # the lifecycle contract
 
     bind_to_parent()  # before the framework import, which takes seconds: never outlive the parent
-    requests = ParentLines(sys.stdin.buffer)  # drains the parent's queued requests from now on
+    requests = ParentLines(sys.stdin.buffer)  # from now on, the parent closing stdin ends this process
     argv = sys.argv[1:] if argv is None else argv
     framework = argv[0]
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
