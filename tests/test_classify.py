@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conformance.case.load import load_case
+from conformance.case.load import Tolerance, load_case
 from conformance.judge.classify import classify, compare, default_tolerance, is_failing
 
 from .conftest import SEED
@@ -155,3 +157,26 @@ def test_expected_values_in_the_case_replace_the_reference(write_case) -> None:
     outcome, details = classify(case, reply(observations=observed), {"value(y)": np.array([99.0])}, None)
     assert outcome == "silent-correct"
     assert details["observations"][0]["judged_by"] == "expected"
+
+
+_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                    st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.5, 1.0 + 1e-5, 1.0 + 2e-5, 1e-300, 5e-324,
+                                     1.7976931348623157e308, float("inf"), float("-inf"), float("nan")]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(pairs=st.lists(st.tuples(_FLOATS, _FLOATS), min_size=1, max_size=8),
+       tolerance=st.sampled_from([Tolerance(1e-5, 1e-6), Tolerance(1e-9, 1e-12), Tolerance(0.0, 0.0),
+                                  Tolerance(1e-2, 1e-3), Tolerance(0.0, 0.5), Tolerance(0.5, 0.0)]))
+def test_small_observations_are_judged_in_python_exactly_as_numpy_judges_them(pairs, tolerance) -> None:
+    observed, reference = [p[0] for p in pairs], [p[1] for p in pairs]
+    flat = compare({"value": observed, "dtype": "float32"}, reference, tolerance)
+    by_numpy = compare({"value": tuple(observed), "dtype": "float32"}, tuple(reference), tolerance)  # not lists
+    assert _canonical(flat) == _canonical(by_numpy)
+    scalar = compare({"value": observed[0]}, reference[0], tolerance)
+    assert _canonical(scalar) == _canonical(compare({"value": np.float64(observed[0])}, np.float64(reference[0]),
+                                                    tolerance))
+
+
+def _canonical(result: dict) -> str:
+    return repr(sorted(result.items()))  # (a NaN is not == itself: compared as text)

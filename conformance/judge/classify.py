@@ -16,6 +16,8 @@ atol + rtol * |ref|``):
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any, Mapping
 
 import numpy as np
@@ -39,6 +41,11 @@ def default_tolerance(dtype: str) -> Tolerance:
 def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | None) -> dict[str, Any]:
     """One judged observation against its reference value."""
     value = observed.get("value")
+    tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
+    flat = _flat_pair(value, reference)
+    if flat is not None:
+        return {"reference": flat[1] if type(reference) is list else flat[1][0], **_compare_flat(*flat, tol),
+                "rtol": tol.rtol, "atol": tol.atol}
     result: dict[str, Any] = {"ok": False, "reference": None if reference is None else np.asarray(
         reference, dtype=np.float64).tolist()}
     if reference is None and value is not None and not np.any(np.asarray(value, dtype=np.float64)):
@@ -58,19 +65,58 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
             return result
         result["shape_note"] = f"shape {list(obs.shape)}, reference {list(ref.shape)}"
         obs = obs.reshape(ref.shape)
-    tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
+    result.update(_compare_arrays(obs, ref, tol), rtol=tol.rtol, atol=tol.atol)
+    return result
+
+
+def _compare_arrays(obs: np.ndarray, ref: np.ndarray, tol: Tolerance) -> dict[str, Any]:
+    """Whether *obs* is close to *ref* (``np.isclose``, NaN equal to NaN, finite only where *ref* is), and
+    the largest absolute and relative errors (0 where both are the same NaN or infinity)."""
     with np.errstate(invalid="ignore", over="ignore"):
         abs_err = np.abs(obs - ref)
         same_special = (np.isnan(obs) & np.isnan(ref)) | (np.isinf(obs) & (obs == ref))
         abs_err = np.where(same_special, 0.0, abs_err)
         with np.errstate(divide="ignore"):
             rel_err = np.where(ref != 0, abs_err / np.abs(ref), np.where(abs_err == 0, 0.0, np.inf))
-    close = np.isclose(obs, ref, rtol=tol.rtol, atol=tol.atol, equal_nan=True) & (
-        np.isfinite(obs) == np.isfinite(ref))
-    result.update(ok=bool(close.all()), max_abs_error=float(np.nan_to_num(abs_err, nan=np.inf).max(initial=0.0)),
-                  max_rel_error=float(np.nan_to_num(rel_err, nan=np.inf).max(initial=0.0)),
-                  rtol=tol.rtol, atol=tol.atol)
-    return result
+        close = np.isclose(obs, ref, rtol=tol.rtol, atol=tol.atol, equal_nan=True) & (
+            np.isfinite(obs) == np.isfinite(ref))
+    return {"ok": bool(close.all()), "max_abs_error": float(np.nan_to_num(abs_err, nan=np.inf).max(initial=0.0)),
+            "max_rel_error": float(np.nan_to_num(rel_err, nan=np.inf).max(initial=0.0))}
+
+
+#: Observations up to this many numbers are compared in plain Python (:func:`_compare_flat`): most are a
+#: few numbers, where a dozen NumPy calls cost more than the comparison.
+FLAT_LIMIT = 64
+_NUMBER_TYPES = (float, int)
+_LARGEST = sys.float_info.max
+
+
+def _flat_pair(value: Any, reference: Any) -> tuple[list[float], list[float]] | None:
+    """Both as float lists, when both are numbers or both flat lists of numbers of one length (at most
+    FLAT_LIMIT); None for anything else, which NumPy compares."""
+    if type(value) in _NUMBER_TYPES and type(reference) in _NUMBER_TYPES:
+        return [float(value)], [float(reference)]
+    if (type(value) is list and type(reference) is list and len(value) == len(reference) <= FLAT_LIMIT
+            and all(type(v) in _NUMBER_TYPES for v in value) and all(type(r) in _NUMBER_TYPES for r in reference)):
+        return [float(v) for v in value], [float(r) for r in reference]
+    return None
+
+
+def _compare_flat(obs: list[float], ref: list[float], tol: Tolerance) -> dict[str, Any]:
+    """:func:`_compare_arrays`, element by element, in the same float64 arithmetic (Python's floats):
+    NaN errors count as infinite and infinite ones as the largest float, as ``np.nan_to_num`` has it."""
+    ok, max_abs, max_rel = True, 0.0, 0.0
+    for o, r in zip(obs, ref):
+        both_nan = o != o and r != r
+        diff = abs(o - r)
+        r_finite = math.isfinite(r)
+        close = (diff <= tol.atol + tol.rtol * abs(r) and r_finite) or o == r or both_nan
+        ok = ok and close and math.isfinite(o) == r_finite
+        error = 0.0 if both_nan or (o == r and math.isinf(o)) else diff
+        relative = error / abs(r) if r != 0 else (0.0 if error == 0 else math.inf)
+        max_abs = max(max_abs, math.inf if error != error else _LARGEST if error == math.inf else error)
+        max_rel = max(max_rel, math.inf if relative != relative else _LARGEST if relative == math.inf else relative)
+    return {"ok": ok, "max_abs_error": max_abs, "max_rel_error": max_rel}
 
 
 def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] | None,

@@ -75,8 +75,18 @@ def _cut(text: str) -> str:
     return text[: MAX_TEXT - len(marker)] + marker
 
 
+_PLAIN = (int, float, bool, type(None))
+
+
 def bound_strings(value: Any) -> Any:
     """*value* with every string in it cut to :data:`MAX_TEXT` characters."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is str:
+        return _cut(value)
+    if kind is list and all(type(v) in _PLAIN for v in value):  # a row of numbers: nothing to cut
+        return list(value)
     if isinstance(value, str):
         return _cut(value)
     if isinstance(value, Mapping):
