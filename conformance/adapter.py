@@ -16,9 +16,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
+    import numpy as np
 
 __all__ = ["Adapter", "Unsupported", "adapter_classes", "load_adapter", "installed_version"]
 

@@ -24,7 +24,6 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
-from conformance.case.load import find_case_files, load_cases
 from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, INTERRUPTED, OptionError,
                                   check_frameworks, check_modes, check_writable, results_file, seconds)
 
@@ -120,6 +119,7 @@ def _frameworks(args: argparse.Namespace) -> list[str]:
 def _cells(args: argparse.Namespace, paths: Sequence[str], frameworks: list[str]) -> int:
     """How many cells the run will collect: case files x devices x each framework's modes."""
     from conformance.adapter import adapter_classes
+    from conformance.case.files import find_case_files
     from conformance.settings import EAGER, modes_for
 
     classes = adapter_classes()
@@ -130,7 +130,8 @@ def _cells(args: argparse.Namespace, paths: Sequence[str], frameworks: list[str]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from conformance.engine import Engine, Prepared, parallel_processes
+    from conformance.settings import parallel_processes
+    from conformance.workers.pool import WorkerPool
 
     paths = args.paths or ["cases"]
     try:
@@ -145,28 +146,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         count, why = parallel_processes(_cells(args, paths, frameworks), len(frameworks))
         print(f"conformance: -n auto: {why}")
         args.workers = str(count) if count > 1 else None
-    prepared = Prepared(None)
+    pool = None
+    invalid: list[str] = []
     with _interruptible():
         try:
             if args.workers in (None, "0"):
-                # A serial run: the workers and the reference start first, so their imports overlap
-                # pytest's start and collection; the plugin's engine takes them over.
-                prepared.engine = Engine()
-                prepared.engine.start(frameworks)
-            import pytest  # after the workers started: its import overlaps theirs
+                # A serial run: the workers and the reference start first, before this process imports
+                # the rest of the package and pytest, so that their imports overlap all of it; the
+                # plugin's engine takes them over.
+                pool = WorkerPool()
+                pool.start_run(frameworks)
+            from conformance.engine import Engine, Prepared
+
+            prepared = Prepared(Engine(pool) if pool is not None else None)
+            invalid = prepared.invalid
+            import pytest
 
             status = pytest.main(_pytest_args(args, paths), plugins=[prepared])
         finally:
-            if prepared.engine is not None:
-                prepared.engine.close()
-    for error in prepared.invalid:  # reported by the items of the files that could not be read
+            if pool is not None:
+                pool.close()
+    for error in invalid:  # reported by the items of the files that could not be read
         print(f"error: {error}", file=sys.stderr)
     if summary.is_file():
         print(summary.read_text(encoding="utf-8"))
-    return _run_status(status, len(prepared.invalid))
+    return _run_status(status, len(invalid))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from conformance.case.load import find_case_files, load_cases
+
     paths = args.paths or ["cases"]
     if not find_case_files(p for p in paths if Path(p).exists()) and all(Path(p).exists() for p in paths):
         print(f"error: no case file (*.yaml, *.yml) under {', '.join(paths)}", file=sys.stderr)
@@ -179,6 +188,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from conformance.case.load import load_cases
+
     cases, errors = load_cases(args.paths or ["cases"])
     for case in sorted(cases, key=lambda c: (c.topic, c.id)):
         print(f"{case.topic}/{case.id}  {case.title}")
@@ -189,6 +200,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from conformance.adapter import adapter_classes, is_installed
+    from conformance.case.load import load_cases
     from conformance.workers.pool import Worker
 
     cases, errors = load_cases(args.paths or ["cases"])

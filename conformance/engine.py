@@ -32,15 +32,14 @@ from conformance.adapter import adapter_classes, installed_version, is_installed
 from conformance.case.load import Case
 from conformance.judge.classify import classify
 from conformance.records.results import run_info
-from conformance.workers.pool import Ticket, WorkerCrashed, WorkerPool, WorkerTimeout
+from conformance.settings import CELLS_PER_PROCESS, parallel_processes
+from conformance.workers.pool import (REFERENCE_MODULE, REFERENCE_SERVICE, Ticket, WorkerCrashed, WorkerPool,
+                                       WorkerTimeout)
 
-__all__ = ["Engine", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "REPLY_BYTES_AHEAD", "WINDOW", "Prepared",
-           "parallel_processes"]
+__all__ = ["Engine", "CELLS_PER_PROCESS", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "REPLY_BYTES_AHEAD", "WINDOW",
+           "Prepared", "parallel_processes"]
 
 DEFAULT_TIMEOUT = 120.0
-#: The pool's name for the reference service (never a framework's name: it has no adapter).
-REFERENCE_SERVICE = "reference"
-REFERENCE_MODULE = "conformance.judge.service"
 #: The most requests queued ahead on one process (a worker, or the reference service) and not yet taken
 #: by the parent: enough that no process waits while the parent collects a large catalogue.
 WINDOW = 4096
@@ -100,10 +99,7 @@ class Engine:
     def start(self, frameworks: Iterable[str]) -> None:
         """Start the workers of *frameworks* and the reference service now, without waiting for them:
         their imports overlap whatever the caller does next (pytest's collection, for one)."""
-        for framework in frameworks:
-            if _installed(framework)[0]:
-                self.pool.start(framework)
-        self.pool.start(REFERENCE_SERVICE, module=REFERENCE_MODULE)
+        self.pool.start_run(frameworks)
 
     def prefetch(self, cells: Iterable[Cell]) -> None:
         """Queue *cells* on their workers, and their cases on the reference service, in this order and
@@ -407,33 +403,3 @@ class Prepared:
         problem = dict(report.user_properties).get("invalid_case")
         if report.failed and problem and problem not in self.invalid:
             self.invalid.append(problem)
-
-
-# -- how many processes a run should use ----------------------------------------------------------
-
-#: Cells below which one more pytest-xdist process cannot win back its start-up (a pytest start, and an
-#: import of every framework and of the reference, seconds each), measured by benchmarks/floor.py.
-CELLS_PER_PROCESS = 500
-
-
-def parallel_processes(cells: int, frameworks: int, cores: int | None = None) -> tuple[int, str]:
-    """The number of pytest-xdist processes for ``-n auto`` (1: run serially) and why.
-
-    One process already runs every framework's worker and the reference service at the same time as
-    it judges (a pipeline of ``frameworks + 1`` busy processes), so another process pays only where
-    cores are left over for a whole second pipeline and there are enough cells to win back its
-    start-up."""
-    cores = cores or os.cpu_count() or 1
-    per_pipeline = frameworks + 1
-    by_cores = cores // per_pipeline
-    by_cells = cells // CELLS_PER_PROCESS
-    chosen = max(1, min(by_cores, by_cells))
-    facts = f"{cores} cores, {frameworks} framework(s), {cells} cells"
-    if chosen > 1:
-        return chosen, f"{chosen} processes ({facts}: a pipeline of {per_pipeline} processes each)"
-    if by_cores < 2:
-        why = (f"one process already keeps {min(per_pipeline, cores)} of the {cores} cores busy (a worker per "
-               f"framework and the reference run while it judges); another would import every framework again")
-    else:
-        why = f"fewer than {2 * CELLS_PER_PROCESS} cells cannot win back another process's start-up"
-    return 1, f"serial ({facts}: {why})"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 __all__ = ["DEVICES", "DEFAULT_RESULTS", "DEFAULT_SUMMARY", "DEFAULT_BASELINES", "INTERRUPTED", "BAD_INPUT",
-           "OptionError", "seconds", "check_frameworks", "check_writable", "results_file", "baseline_dir"]
+           "OptionError", "seconds", "check_frameworks", "check_writable", "results_file", "baseline_dir",
+           "CELLS_PER_PROCESS", "parallel_processes"]
 
 DEVICES = ("cpu", "gpu")
 DEFAULT_RESULTS = "reports/results/latest.jsonl"
@@ -104,3 +105,31 @@ def baseline_dir(option: str | None, root: Path) -> tuple[Path, bool]:
     whether it was asked for; the default is used only when it exists."""
     raw = option or os.environ.get("CONFORMANCE_BASELINES")
     return root / (raw or DEFAULT_BASELINES), bool(raw)
+
+
+#: Cells below which one more pytest-xdist process cannot win back its start-up (a pytest start, and an
+#: import of every framework and of the reference, seconds each), measured by benchmarks/floor.py.
+CELLS_PER_PROCESS = 500
+
+
+def parallel_processes(cells: int, frameworks: int, cores: int | None = None) -> tuple[int, str]:
+    """The number of pytest-xdist processes for ``-n auto`` (1: run serially) and why.
+
+    One process already runs every framework's worker and the reference service at the same time as
+    it judges (a pipeline of ``frameworks + 1`` busy processes), so another process pays only where
+    cores are left over for a whole second pipeline and there are enough cells to win back its
+    start-up."""
+    cores = cores or os.cpu_count() or 1
+    per_pipeline = frameworks + 1
+    by_cores = cores // per_pipeline
+    by_cells = cells // CELLS_PER_PROCESS
+    chosen = max(1, min(by_cores, by_cells))
+    facts = f"{cores} cores, {frameworks} framework(s), {cells} cells"
+    if chosen > 1:
+        return chosen, f"{chosen} processes ({facts}: a pipeline of {per_pipeline} processes each)"
+    if by_cores < 2:
+        why = (f"one process already keeps {min(per_pipeline, cores)} of the {cores} cores busy (a worker per "
+               f"framework and the reference run while it judges); another would import every framework again")
+    else:
+        why = f"fewer than {2 * CELLS_PER_PROCESS} cells cannot win back another process's start-up"
+    return 1, f"serial ({facts}: {why})"

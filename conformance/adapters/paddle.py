@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
-import numpy as np
+import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 from conformance.adapter import Adapter, Unsupported, lit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["PaddleAdapter"]
 
@@ -128,6 +130,8 @@ class PaddleAdapter(Adapter):
         return f"{target}.set_value(np.array({lit(values)}, dtype='float32'))"
 
     def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
+        import numpy as np
+
         rows, cols = np.shape(weight)
         transposed = np.asarray(weight).T.tolist()  # paddle stores Linear weight as in x out
         lines = [f"{out} = nn.Linear({cols}, {rows}" + (", bias_attr=False)" if bias is None else ")"),
@@ -137,7 +141,7 @@ class PaddleAdapter(Adapter):
         return lines
 
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
-        hidden, inputs = np.shape(params["weight_ih"])
+        hidden, inputs = len(params["weight_ih"]), len(params["weight_ih"][0])
         lines = [f"{out} = nn.SimpleRNN({inputs}, {hidden}, time_major=True)"]
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
@@ -167,11 +171,13 @@ class PaddleAdapter(Adapter):
         return "paddle.device.cuda.memory_allocated()" if device == "gpu" else None
 
     def to_numpy(self, tensor: Any) -> np.ndarray:
+        import numpy as np
+
         return np.array(tensor.detach().cpu().numpy())
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         shape = tuple(tensor.shape)
         strides = tuple(getattr(tensor, "strides", ()) or ())
         if len(strides) != len(shape):  # contiguous layout when strides are not exposed
-            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+            strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
         return tensor.data_ptr(), shape, strides, tensor.element_size()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from conformance.adapter import Adapter, lit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["TorchAdapter"]
 
@@ -101,7 +102,7 @@ class TorchAdapter(Adapter):
         return f"nn.Parameter(torch.tensor({lit(values)}, dtype=torch.float32, device=DEVICE))"
 
     def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
-        rows, cols = np.shape(weight)
+        rows, cols = len(weight), len(weight[0])  # (a checked, rectangular list of rows)
         lines = [f"{out} = nn.Linear({cols}, {rows}, bias={bias is not None}, device=DEVICE)",
                  f"{out}.weight = {self._parameter(weight)}"]
         if bias is not None:
@@ -109,7 +110,7 @@ class TorchAdapter(Adapter):
         return lines
 
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
-        hidden, inputs = np.shape(params["weight_ih"])
+        hidden, inputs = len(params["weight_ih"]), len(params["weight_ih"][0])
         lines = [f"{out} = nn.RNN({inputs}, {hidden}, device=DEVICE)"]
         lines += [f"{out}.{name}_l0 = {self._parameter(value)}" for name, value in params.items()]
         return lines

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import _yaml
+from conformance.case.files import find_case_files
 from conformance.case.index import Index, parse_index
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
@@ -124,18 +125,6 @@ class Case:
     @property
     def observes_memory(self) -> bool:
         return any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in self.walk())
-
-
-def find_case_files(paths: Iterable[Path | str]) -> list[Path]:
-    """Every ``*.yaml``/``*.yml`` file under *paths*, sorted, so runs are reproducible."""
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-        else:
-            found.append(path)
-    return sorted(dict.fromkeys(found))
 
 
 def load_case(path: Path | str) -> Case:

@@ -7,7 +7,7 @@ with hypothesis (shrink.py) and writes the new ones as cases (write.py).
 
 from pathlib import Path
 
-__all__ = ["BATCH", "DEFAULT_TIMEOUT", "FOUND_FOLDER"]
+__all__ = ["BATCH", "DEFAULT_TIMEOUT", "FOUND_FOLDER", "FINDING", "REFERENCE", "ERROR", "NOTHING"]
 
 #: Where new findings are written as cases.
 FOUND_FOLDER = Path("cases") / "found"
@@ -15,3 +15,10 @@ FOUND_FOLDER = Path("cases") / "found"
 BATCH = 32
 #: The longest one program may run in a framework before its worker is killed (a hang is a finding).
 DEFAULT_TIMEOUT = 20.0
+#: What a program's outcomes mean (verdict.py decides): a framework's finding, a suspected bug of the
+#: reference, a fault of the harness, or nothing to report.  Here, so the command line names them
+#: without importing the judging code.
+FINDING = "finding"
+REFERENCE = "suspected-reference-bug"
+ERROR = "harness-error"
+NOTHING = ""

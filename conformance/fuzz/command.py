@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
-from conformance.fuzz.verdict import ERROR, FINDING, REFERENCE, Verdict
+from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
 
-if TYPE_CHECKING:  # the command line imports this module; hypothesis is imported only when fuzzing
+if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
     from conformance.fuzz.generate import Program
     from conformance.fuzz.run import Tried
+    from conformance.fuzz.verdict import Verdict
 
 __all__ = ["add_command", "cmd_fuzz", "Report", "fuzz"]
 

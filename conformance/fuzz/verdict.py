@@ -20,14 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from conformance.case.load import Case
+from conformance.fuzz import ERROR, FINDING, NOTHING, REFERENCE
 from conformance.judge.classify import compare
 
 __all__ = ["Cell", "Verdict", "judge", "FINDING", "REFERENCE", "ERROR", "NOTHING"]
-
-FINDING = "finding"
-REFERENCE = "suspected-reference-bug"
-ERROR = "harness-error"
-NOTHING = ""
 
 _SILENT = ("silent-correct", "silent-wrong", "warns")
 

@@ -44,13 +44,16 @@ import tempfile
 import threading
 import time
 from collections import deque
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
-           "parent_lines", "scratch_folder", "WORKER_MODULE"]
+           "parent_lines", "scratch_folder", "WORKER_MODULE", "REFERENCE_SERVICE", "REFERENCE_MODULE"]
 
 STARTUP_TIMEOUT = 300.0
 WORKER_MODULE = "conformance.workers.worker"
+#: The reference service runs as a worker too, under this name (never a framework's: it has no adapter).
+REFERENCE_SERVICE = "reference"
+REFERENCE_MODULE = "conformance.judge.service"
 #: Set by the parent for the worker: its pid, and whether the parent-death signal can be used
 #: (only when the worker is started from the parent's main thread: the kernel sends that signal when
 #: the *thread* that started the child ends).
@@ -481,6 +484,19 @@ class WorkerPool:
                 for ticket in queued:  # requests a dead worker never answered: a fresh one runs them
                     worker.send(ticket)
             return worker
+
+    def start_run(self, frameworks: Iterable[str]) -> None:
+        """Start a run's processes, without waiting for them: the worker of each installed framework among
+        *frameworks*, and the reference service.  (Only the adapters' classes are looked up: this module
+        and that lookup import nothing heavy, so a caller starts them before its own imports.)"""
+        from conformance.adapter import adapter_classes, is_installed
+
+        classes = adapter_classes()
+        for name in frameworks:
+            cls = classes.get(name)
+            if cls is not None and is_installed(cls):
+                self.start(name)
+        self.start(REFERENCE_SERVICE, module=REFERENCE_MODULE)
 
     def get(self, name: str, module: str = WORKER_MODULE) -> Worker:
         """The live worker for *name*, once it said hello (:class:`WorkerCrashed`/:class:`WorkerTimeout`
