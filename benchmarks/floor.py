@@ -1,4 +1,4 @@
-"""Benchmark: ``conformance run`` against the floor, from one run.
+"""Benchmark: ``conformance run`` against the floor, from one run of this script.
 
 The floor of a framework is one plain interpreter that imports the framework
 once and runs every case's ``conformance show`` program back to back (the
@@ -19,11 +19,15 @@ script prints, from one run:
 * peak memory (VmHWM) of the pytest process and of each worker of the serial
   and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s.
 
-Every figure comes from a single run (no best-of): the machine's load average
-is printed before and after, so a figure taken on a busy machine can be told.
-A benchmark, run by hand, never a test: it asserts nothing.
+Every timing is taken ``--repeat`` times (3 by default), in rounds: each round
+times every configuration once, floors and harness runs alternating, so a slow
+spell of the machine falls on both sides of a ratio.  A figure is the median of
+its timings, printed with their range (min-max): on a shared virtual machine one
+timing varies by tens of percent, which the range shows.  Ratios and marginal
+costs are worked out from the medians.  The machine's load average is printed
+before and after.  A benchmark, run by hand, never a test: it asserts nothing.
 
-    python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,4,16]
+    python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,4,16] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -259,6 +264,8 @@ def main() -> None:
     parser.add_argument("--cases", default="cases", help="the catalogue [cases]")
     parser.add_argument("--framework", action="append", help="framework (repeatable) [every installed one]")
     parser.add_argument("--replicas", default="1,4,16", help="replication factors [1,4,16]")
+    parser.add_argument("--repeat", type=int, default=3, help="timings of each configuration; the median is "
+                                                             "printed [3]")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
     args = parser.parse_args()
 
@@ -274,7 +281,7 @@ def main() -> None:
           f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
     print(f"load average before: {load_average()}")
     try:
-        _measure(frameworks, factors, cases, case_files, cwd, scratch, args.cases)
+        _measure(frameworks, factors, cases, case_files, cwd, scratch, args.cases, max(1, args.repeat))
     finally:
         print(f"load average after: {load_average()}")
         if args.keep:
@@ -284,72 +291,110 @@ def main() -> None:
     print("\nreproduce: cd <checkout> && python benchmarks/floor.py "
           + (f"--cases {args.cases} " if args.cases != "cases" else "")
           + "".join(f"--framework {f} " for f in args.framework or [])
-          + (f"--replicas {args.replicas}" if args.replicas != "1,4,16" else "")
-          + "\n  (one run, no best-of; check `uptime` first: other processes on the machine change every figure)")
+          + (f"--replicas {args.replicas} " if args.replicas != "1,4,16" else "")
+          + (f"--repeat {args.repeat}" if args.repeat != 3 else "")
+          + "\n  (medians of interleaved timings, never the best; check `uptime` first: other processes on the "
+            "machine change every figure)")
+
+
+class Timings:
+    """Every timing of each configuration, by label: the median is the figure, min-max its range."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[Run]] = {}
+
+    def add(self, run: Run) -> Run:
+        self.runs.setdefault(run.label, []).append(run)
+        return run
+
+    def seconds(self, label: str) -> float:
+        return statistics.median(r.seconds for r in self.runs[label])
+
+    def spread(self, label: str) -> str:
+        values = [r.seconds for r in self.runs[label]]
+        return f"[{min(values):.2f}-{max(values):.2f}]" if len(values) > 1 else ""
+
+    def first(self, label: str) -> Run:
+        return self.runs[label][0]
+
+    def problems(self, label: str) -> str:
+        return "".join(check(r) for r in self.runs[label])[:400]
 
 
 def _measure(frameworks: list[str], factors: list[int], cases: list, case_files: list[Path], cwd: Path,
-             scratch: Path, catalogue: str) -> None:
-    # 1. the floor: programs generated once, then only running them is timed
-    print("\n== the floor (one interpreter per framework: import once, run every case's program) ==")
-    startup = timed("python -c pass", [PYTHON, "-c", "pass"], cwd)
-    print(f"  bare interpreter start                {startup.seconds:7.2f} s")
-    floors: dict[str, dict[int, Run]] = {}
-    for framework in frameworks:
-        folder = scratch / "programs" / framework
-        generate_programs(framework, cases, folder)
-        imported = bare_import(framework, cwd)
-        floors[framework] = {k: floor(framework, folder, k, cwd) for k in sorted({1, *factors})}
-        one = floors[framework][1]
-        print(f"  {framework:8s} bare import             {imported.seconds:7.2f} s{check(imported)}")
-        print(f"  {framework:8s} floor, {len(cases)} programs      {one.seconds:7.2f} s   "
-              f"({(one.seconds - imported.seconds) / len(cases) * 1000:.1f} ms per program above the import)"
-              f"{check(one)}")
-    total_floor = sum(f[1].seconds for f in floors.values())
+             scratch: Path, catalogue: str, repeat: int) -> None:
+    for framework in frameworks:  # the programs of the floor, generated once
+        generate_programs(framework, cases, scratch / "programs" / framework)
+    replicas = {k: replicate(case_files, scratch / "replicas", k) for k in factors}
+    groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
+    catalogue_runs = [(f"{f} serial", [f], ()) for f in frameworks]
     if len(frameworks) > 1:
-        print(f"  all frameworks, one after the other   {total_floor:7.2f} s")
+        catalogue_runs.append(("all serial", frameworks, ()))
+    catalogue_runs += [("all -n 2", frameworks, ("-n", "2")), ("all -n auto", frameworks, ("-n", "auto"))]
+    sampled = {"all serial" if len(frameworks) > 1 else f"{frameworks[0]} serial", "all -n 2"}
+    timings = Timings()
+    for round_number in range(repeat):  # every configuration once per round, floors and harness alternating
+        print(f"  round {round_number + 1} of {repeat} ...", file=sys.stderr, flush=True)
+        timings.add(timed("python -c pass", [PYTHON, "-c", "pass"], cwd))
+        for framework in frameworks:
+            timings.add(bare_import(framework, cwd))
+        for label, group, extra in catalogue_runs:
+            for framework in group:
+                timings.add(floor(framework, scratch / "programs" / framework, 1, cwd))
+            timings.add(conformance_run(label, [catalogue], group, cwd, scratch, extra,
+                                        sample=round_number == 0 and label in sampled))
+        for group in groups:
+            for k in factors:
+                for framework in group:
+                    timings.add(floor(framework, scratch / "programs" / framework, k, cwd))
+                timings.add(conformance_run(f"{'+'.join(group)} x{k}", [str(replicas[k])], group, cwd, scratch))
 
-    # 2. the catalogue through conformance run
-    print(f"\n== the catalogue through `conformance run {catalogue} --device cpu` ==")
-    rows = []
+    def floor_of(group: list[str], k: int) -> float:
+        return sum(timings.seconds(f"floor {f} x{k}") for f in group)
+
+    print(f"\n== the floor (one interpreter per framework: import once, run every case's program) ==")
+    print(f"  figures: the median of {repeat} timing(s), [min-max] beside it")
+    print(f"  bare interpreter start                {timings.seconds('python -c pass'):7.2f} s")
     for framework in frameworks:
-        rows.append((conformance_run(f"{framework} serial", [catalogue], [framework], cwd, scratch),
-                     floors[framework][1].seconds))
+        imported, one = f"import {framework}", f"floor {framework} x1"
+        print(f"  {framework:8s} bare import             {timings.seconds(imported):7.2f} s {timings.spread(imported)}"
+              f"{timings.problems(imported)}")
+        print(f"  {framework:8s} floor, {len(cases)} programs      {timings.seconds(one):7.2f} s {timings.spread(one)}  "
+              f"({(timings.seconds(one) - timings.seconds(imported)) / len(cases) * 1000:.1f} ms per program above "
+              f"the import){timings.problems(one)}")
     if len(frameworks) > 1:
-        rows.append((conformance_run("all serial", [catalogue], frameworks, cwd, scratch, sample=True), total_floor))
-    rows.append((conformance_run("all -n 2", [catalogue], frameworks, cwd, scratch, ("-n", "2"), sample=True),
-                 total_floor))
-    rows.append((conformance_run("all -n auto", [catalogue], frameworks, cwd, scratch, ("-n", "auto")),
-                 total_floor))
-    for run, against in rows:
-        print(f"  {run.label:14s} {run.cells:5d} cells {run.seconds:7.2f} s   {run.seconds / against:5.2f}x the floor "
-              f"({against:.2f} s){check(run)}")
-        chosen = [line for line in run.output.splitlines() if line.startswith("conformance: -n")]
+        print(f"  all frameworks, one after the other   {floor_of(frameworks, 1):7.2f} s")
+
+    print(f"\n== the catalogue through `conformance run {catalogue} --device cpu` ==")
+    for label, group, _ in catalogue_runs:
+        against = floor_of(group, 1)
+        first = timings.first(label)
+        print(f"  {label:14s} {first.cells:5d} cells {timings.seconds(label):7.2f} s {timings.spread(label):13s} "
+              f"{timings.seconds(label) / against:5.2f}x the floor ({against:.2f} s){timings.problems(label)}")
+        chosen = [line for line in first.output.splitlines() if line.startswith("conformance: -n")]
         if chosen:
             print(f"      {chosen[0]}")
-    print("  peak memory (VmHWM), sampled every 0.25 s:")
-    for run, _ in rows:
+    print("  peak memory (VmHWM), sampled every 0.25 s, in the first round:")
+    for label in sorted(sampled):
+        run = timings.first(label)
         if run.peaks:
-            print(f"    {run.label}: " + "; ".join(f"{role} {kib / 1024:.0f} MiB" for role, kib in run.peaks.items()))
+            print(f"    {label}: " + "; ".join(f"{role} {kib / 1024:.0f} MiB" for role, kib in run.peaks.items()))
 
-    # 3. the catalogue replicated: cells per second and the marginal cost per cell
     print(f"\n== the catalogue replicated {', '.join(f'{k}x' for k in factors)} (fresh ids, temporary folder) ==")
-    folders = {k: replicate(case_files, scratch / "replicas", k) for k in factors}
-    groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
     for group in groups:
         name = "+".join(group)
-        runs = {k: conformance_run(f"{name} x{k}", [str(folders[k])], group, cwd, scratch) for k in factors}
-        floor_of = {k: sum(floors[f][k].seconds for f in group) for k in factors}
         for k in factors:
-            run = runs[k]
-            print(f"  {name:13s} x{k:<3d} {run.cells:6d} cells {run.seconds:8.2f} s  {run.cells / run.seconds:7.1f} "
-                  f"cells/s   floor {floor_of[k]:7.2f} s  ({run.seconds / floor_of[k]:.2f}x){check(run)}")
+            label = f"{name} x{k}"
+            cells, seconds = timings.first(label).cells, timings.seconds(label)
+            print(f"  {name:13s} x{k:<3d} {cells:6d} cells {seconds:8.2f} s {timings.spread(label):13s} "
+                  f"{cells / seconds:7.1f} cells/s   floor {floor_of(group, k):7.2f} s  "
+                  f"({seconds / floor_of(group, k):.2f}x){timings.problems(label)}")
         for low, high in zip(factors, factors[1:]):
-            cells = runs[high].cells - runs[low].cells
+            cells = timings.first(f"{name} x{high}").cells - timings.first(f"{name} x{low}").cells
             if cells <= 0:
                 continue
-            harness = (runs[high].seconds - runs[low].seconds) / cells * 1000
-            own = (floor_of[high] - floor_of[low]) / cells * 1000
+            harness = (timings.seconds(f"{name} x{high}") - timings.seconds(f"{name} x{low}")) / cells * 1000
+            own = (floor_of(group, high) - floor_of(group, low)) / cells * 1000
             print(f"  {name:13s} marginal x{low}->x{high}: harness {harness:6.2f} ms/cell, floor {own:6.2f} ms/cell, "
                   f"above the framework's own work {harness - own:+6.2f} ms/cell")
 
