@@ -16,7 +16,7 @@ import pytest
 
 from conformance.case.load import load_case
 from conformance.engine import Engine, parallel_processes
-from conformance.workers.pool import WorkerCrashed, WorkerPool, WorkerTimeout
+from conformance.workers.pool import REFERENCE_SERVICE, WorkerCrashed, WorkerPool, WorkerTimeout
 
 from .conftest import INSTALLED, ROOT
 from .runs import FRAMEWORK, LONG, QUICK, run_cli, write_case
@@ -172,6 +172,47 @@ def test_a_prefetched_hang_times_out_alone(engine, tmp_path: Path) -> None:
     records = [engine.run_cell(case, FRAMEWORK, "cpu") for case in cases]
     assert [r["outcome"] for r in records] == ["timeout", "silent-correct"]
     assert "3 s" in records[0]["details"]["message"]
+
+
+def _wait_until(condition, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        time.sleep(0.05)
+
+
+@needs_framework
+def test_references_are_computed_ahead_of_the_cells_that_need_them(engine, tmp_path: Path) -> None:
+    """Prefetching cells asks the reference service for their cases at once, in order: it runs beside
+    the workers instead of after them.  Once it has answered, the cells are judged even with it gone."""
+    cases = [load_case(write_case(tmp_path / "cases" / "t", QUICK, f"case_{n}")) for n in range(3)]
+    engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in cases)
+    reference = engine.pool.workers[REFERENCE_SERVICE]
+    assert len(reference.queue) == 3  # asked for before any cell was taken
+    _wait_until(lambda: not reference.queue)
+    reference.kill()
+    assert [engine.run_cell(case, FRAMEWORK, "cpu")["outcome"] for case in cases] == ["silent-correct"] * 3
+
+
+@needs_framework
+def test_unread_replies_past_the_byte_bound_hold_back_further_requests(engine, tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """The parent's memory is bounded by the bytes of replies it has read and not taken: past the bound
+    nothing more is sent; taking a reply makes room again, and every cell still gets its outcome."""
+    monkeypatch.setattr("conformance.engine.REPLY_BYTES_AHEAD", 1)
+    cases = [load_case(write_case(tmp_path / "cases" / "t", QUICK, f"case_{n}")) for n in range(4)]
+
+    def sent() -> set[str]:  # the cells sent and not yet taken, by case id
+        return {key[0].split(":", 1)[1] for key in engine._tickets}
+
+    engine.prefetch([(cases[0], FRAMEWORK, "cpu", "eager")])
+    worker = engine.pool.workers[FRAMEWORK]
+    _wait_until(lambda: not worker.queue)  # the first reply is read, and not taken
+    engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in cases[1:])
+    assert sent() == {"case_0"}  # past the bound: nothing more was sent
+    assert engine.run_cell(cases[0], FRAMEWORK, "cpu")["outcome"] == "silent-correct"
+    assert sent() == {"case_1", "case_2", "case_3"}  # taking its reply made room
+    assert [engine.run_cell(case, FRAMEWORK, "cpu")["outcome"] for case in cases[1:]] == ["silent-correct"] * 3
 
 
 @needs_framework

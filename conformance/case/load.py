@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import dataclasses
 import functools
 import keyword
 import pickle
@@ -108,8 +109,10 @@ class Case:
     def to_message(self) -> dict[str, Any]:
         """The case for a worker or the reference service, which are processes of this package started
         by this one: the checked case itself, pickled (rebuilding it from its YAML data would check it
-        once more in every process, for every case)."""
-        return {"case": base64.b64encode(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+        once more in every process, for every case), without its YAML data and line map, which only
+        this process uses (a worker keeps every case it is sent)."""
+        slim = dataclasses.replace(self, raw={}, lines={})
+        return {"case": base64.b64encode(pickle.dumps(slim, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
 
     def walk(self) -> Iterable[Step]:
         for step in self.steps:

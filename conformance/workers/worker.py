@@ -11,6 +11,7 @@ Run as ``python -m conformance.worker FRAMEWORK``.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import platform
@@ -278,10 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         adapter = load_adapter(framework)()
     import_warnings = [f"{w.category.__name__}: {w.message}" for w in log]
     exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
+    _freeze_what_lasts()
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
                                     ["cpu", "gpu"])) + "\n")
     cases: dict[Any, Case] = {}  # a case is sent once per process, under a key; later requests name the key
-    for line in requests:  # ends, or exits mid-cell, when the parent goes
+    for served, line in enumerate(requests, 1):  # ends, or exits mid-cell, when the parent goes
         request = json.loads(line)
         try:
             key = request.get("case_key")
@@ -303,7 +305,19 @@ def main(argv: list[str] | None = None) -> int:
         if "id" in request:
             reply["id"] = request["id"]  # the parent checks that replies come in the order of requests
         protocol.write(json.dumps(reply) + "\n")
+        if served & (served - 1) == 0:  # after requests 1, 2, 4, 8...
+            _freeze_what_lasts(collect=True)
     return 0
+
+
+def _freeze_what_lasts(collect: bool = False) -> None:
+    """Put the objects alive now out of the garbage collector's sight: the framework, then what it
+    imports lazily during the first cells, and the cases kept.  They live as long as this process, and
+    every collection the cells' objects set off would walk them all again (most of a worker's time in
+    the collector).  *collect*: first free the garbage of the cells so far, so that none is frozen."""
+    if collect:
+        gc.collect()
+    gc.freeze()
 
 
 if __name__ == "__main__":
