@@ -616,12 +616,13 @@ class CaseItem(pytest.Item):
             raise CellFailure(change)
 
     def run_protocol(self, nextitem: pytest.Item | None) -> None:
-        """pytest's protocol (setup, call, teardown, a report of each, each logged) without its hooks
-        around each phase: a cell runs in its worker and is judged here, so the plugins that wrap a
-        test's phases (capture, logging, fixtures) have nothing to do, and their hooks would cost a cell
-        more than its own bookkeeping.  Every report still goes through ``pytest_runtest_logreport``
-        (the terminal, xdist and junitxml see each cell as before) and a failure through
-        ``pytest_exception_interact``."""
+        """pytest's protocol (setup, call and teardown through the session's setup state, a report of
+        each, each logged) without the hooks around each phase (``pytest_runtest_setup``, ``_call``,
+        ``_teardown`` and ``_makereport``): a cell runs in its worker and is judged here, so the plugins
+        that wrap a test's phases (capture, logging, fixtures) have nothing to do, and their hooks would
+        cost a cell more than its own bookkeeping.  Every report still goes through
+        ``pytest_runtest_logreport`` (the terminal, xdist and junitxml see each cell as before) and a
+        failure through ``pytest_exception_interact``."""
         ihook, state = self.ihook, self.session._setupstate
         reraise: tuple[type[BaseException], ...] = (pytest.exit.Exception,)
         if not self.config.getoption("usepdb", False):

@@ -251,3 +251,22 @@ def test_an_unknown_mode_is_a_one_line_usage_error(pytester, project) -> None:
     result = pytester.runpytest_subprocess("--conformance", "cases", "--mode", "jit")
     assert result.ret != 0
     assert "unknown mode 'jit'" in result.stderr.str() + result.stdout.str()
+
+
+def test_cells_run_among_python_tests_with_fixtures_and_reach_junit_xml(pytester) -> None:
+    """A cell's own protocol (no per-phase hooks) keeps pytest's setup state: Python tests before and
+    after it, in other folders, get their fixtures set up and torn down, and every cell is reported."""
+    (pytester.path / "a").mkdir()
+    log = pytester.path / "teardowns.txt"
+    fixture = ("import pytest\n\n@pytest.fixture(scope='module')\ndef res():\n    yield 1\n"
+               f"    open({str(log)!r}, 'a').write('down\\n')\n\n")
+    (pytester.path / "a" / "test_one.py").write_text(fixture + "def test_one(res):\n    assert res == 1\n")
+    (pytester.path / "a" / "test_two.py").write_text(fixture + "def test_two(res):\n    assert res == 1\n")
+    write_case(pytester.path / "b", QUICK, "quick")
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess("--conformance", "a/test_one.py", "b", "a/test_two.py",
+                                           "--framework", FRAMEWORK, "--device", "cpu", f"--junitxml={junit}")
+    assert result.ret == 0, result.stdout.str()
+    assert counts(closing_line(result.stdout.str())) == {"passed": 2, "silent-correct": 1}
+    assert log.read_text().splitlines() == ["down", "down"]
+    assert junit.read_text().count("<testcase ") == 3 and f"quick[{FRAMEWORK}-cpu]" in junit.read_text()
