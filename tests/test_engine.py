@@ -63,17 +63,25 @@ def test_a_hanging_step_times_out_and_the_next_cell_runs(engine, write_case) -> 
 @needs_framework
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
 def test_a_worker_killed_mid_case_is_a_crash_and_the_run_goes_on(engine, write_case, sig) -> None:
+    framework = FRAMEWORK
+    if sig == signal.SIGSEGV:
+        # Paddle installs a SIGSEGV handler that allocates memory: signalled while its loop is inside
+        # malloc, it deadlocks (seen in 1 of 6 tries), a hang the harness records as a timeout.  A death
+        # by SIGSEGV is tested on torch, which keeps the signal's default action.
+        if "torch" not in INSTALLED:
+            pytest.skip("torch is not installed, and paddle's SIGSEGV handler may hang instead of dying")
+        framework = "torch"
     hang = load_case(write_case(NEVER_RETURNS))
-    worker = engine.pool.get(FRAMEWORK)
+    worker = engine.pool.get(framework)
     result: dict = {}
-    thread = threading.Thread(target=lambda: result.update(engine.run_cell(hang, FRAMEWORK, "cpu")))
+    thread = threading.Thread(target=lambda: result.update(engine.run_cell(hang, framework, "cpu")))
     thread.start()
     time.sleep(1.5)  # the case is now inside its loop
     os.kill(worker.pid, sig)
     thread.join(timeout=60)
     assert result["outcome"] == "crash"
     assert result["details"]["signal"] == sig.name
-    after = engine.run_cell(load_case(write_case(QUICK)), FRAMEWORK, "cpu")
+    after = engine.run_cell(load_case(write_case(QUICK)), framework, "cpu")
     assert after["outcome"] == "silent-correct"
 
 
