@@ -186,6 +186,19 @@ def test_long_sexagesimal_number_is_refused(tmp_path: Path) -> None:
     _check_form(exc, path, 3)
 
 
+@pytest.mark.parametrize("literal", ["1.0e30", "1e+30", "-5E-3"])
+def test_a_number_yaml_reads_as_text_is_refused_with_the_spelling_it_wants(tmp_path: Path, literal: str) -> None:
+    # YAML 1.1 takes a float only with a dot and, with an exponent, its sign: 1.0e30 is the text '1.0e30'.
+    path = tmp_path / "exponent.yaml"
+    path.write_text(f"id: exponent\ntitle: t\nsteps:\n  - {{op: tensor, out: x, value: [{literal}]}}\n"
+                    "  - {observe: value, of: x}\n")
+    exc = _load_error(path)
+    assert f"not {literal!r}" in exc.message and "signed exponent, e.g. 1.0e+30" in exc.message
+    _check_form(exc, path, 4)
+    path.write_text(path.read_text().replace(literal, "1.0e+30"))
+    assert load_case(path).steps[0].fields["value"] == [1.0e30]
+
+
 def test_deeply_nested_steps_fail_on_depth(tmp_path: Path) -> None:
     inner = "{op: no_grad, steps: [" * 40 + "{op: tensor, out: x, value: 1.0}" + "]}" * 40
     path = tmp_path / "deep_steps.yaml"

@@ -395,13 +395,13 @@ class _Checker:
         if isinstance(value, int) and not isinstance(value, bool):
             if not INT64[0] <= value <= INT64[1]:
                 raise self.fail(where, f"{what}: integer {value} is outside the int64 range; "
-                                "write it as a float (e.g. 1.0e30) if that is meant")
+                                "write it as a float (e.g. 1.0e+30) if that is meant")
             return
         if isinstance(value, float):
             return
         if not isinstance(value, list) or not value:
             raise self.fail(where, f"{what} must be a number or a non-empty (nested) list of numbers, "
-                            f"not {value!r}")
+                            f"not {value!r}{_number_as_text(value)}")
         shapes = set()
         for i, item in enumerate(value):
             self.numbers(item, where + (i,), what, depth + 1)
@@ -503,6 +503,17 @@ class _Checker:
             raise self.fail(where, f"cannot observe {kind} of {target!r}, a {bound}")
         elif bound == "array" and not OBSERVATIONS[kind].arrays:
             raise self.fail(where, f"a NumPy array has no {kind}")
+
+
+def _number_as_text(value: Any) -> str:
+    """A hint for a number YAML reads as text: YAML 1.1 wants a dot and a signed exponent (``1.0e+30``)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return " (YAML reads this number as text: write it with a dot and a signed exponent, e.g. 1.0e+30)"
 
 
 def _shape(value: Any) -> tuple[int, ...]:
