@@ -12,6 +12,7 @@ and one entry point in the ``conformance.adapters`` group.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
     import numpy as np
 
-__all__ = ["Adapter", "Unsupported", "adapter_classes", "load_adapter", "installed_version"]
+__all__ = ["Adapter", "Unsupported", "adapter_classes", "load_adapter", "installed", "installed_version"]
 
 ENTRY_POINT_GROUP = "conformance.adapters"
 
@@ -272,6 +273,14 @@ def load_adapter(name: str) -> type[Adapter]:
 
 def is_installed(cls: type[Adapter]) -> bool:
     return importlib.util.find_spec(cls.import_name) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def installed(name: str) -> tuple[bool, str | None]:
+    """Whether the adapter named *name* is registered and its framework importable, and the framework's
+    version: looked up once per process (each lookup of the adapters reads every installed entry point)."""
+    cls = adapter_classes().get(name)
+    return (cls is not None and is_installed(cls)), (installed_version(cls) if cls is not None else None)
 
 
 def installed_version(cls: type[Adapter] | Adapter) -> str | None:

@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import Any, Iterable
 
-from conformance.adapter import adapter_classes, installed_version, is_installed
+from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
 from conformance.judge.classify import classify
 from conformance.records.results import run_info
@@ -53,12 +53,6 @@ Cell = tuple[Case, str, str, str]  # case, framework, device, mode
 def _adapters() -> dict[str, Any]:
     """The registered adapters, looked up once per process (each lookup scans every entry point)."""
     return adapter_classes()
-
-
-@functools.lru_cache(maxsize=None)
-def _installed(framework: str) -> tuple[bool, str | None]:
-    cls = _adapters().get(framework)
-    return (cls is not None and is_installed(cls)), (installed_version(cls) if cls is not None else None)
 
 
 def _case_key(case: Case) -> str:
@@ -107,7 +101,7 @@ class Engine:
         with self._lock:
             for case, framework, device, mode in cells:
                 key = (self._worker_key(case), framework, device, mode)
-                if key in self._sent or not _installed(framework)[0]:
+                if key in self._sent or not installed(framework)[0]:
                     continue
                 self._planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
                 self._plan_reference(case)
@@ -126,7 +120,7 @@ class Engine:
             for case, framework, device, mode in cells_in_order:
                 key = (self._worker_key(case), framework, device, mode)
                 wanted.add(key)
-                if key not in self._sent and _installed(framework)[0]:
+                if key not in self._sent and installed(framework)[0]:
                     planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
             for key in [k for k in self._tickets if k not in wanted]:
                 self._release(self._tickets.pop(key), dropped=True)
@@ -135,7 +129,7 @@ class Engine:
             self._planned_references.clear()
             self._reference_planned.clear()
             for case, framework, _, _ in cells_in_order:
-                if _installed(framework)[0]:
+                if installed(framework)[0]:
                     self._plan_reference(case)
             for key in [k for k in self._reference_tickets if k not in self._reference_planned]:
                 self._release(self._reference_tickets.pop(key)[0], dropped=True)
@@ -324,11 +318,11 @@ class Engine:
         seconds = None
         if cls is None:
             reply: dict[str, Any] = {"status": "error", "message": f"no adapter named {framework!r}"}
-        elif not _installed(framework)[0]:
+        elif not installed(framework)[0]:
             reply = {"status": "skipped", "reason": f"{framework} is not installed "
                                                      f"(no module {cls.import_name!r})"}
         else:
-            version = _installed(framework)[1] or "unknown"
+            version = installed(framework)[1] or "unknown"
             reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
             if seconds is not None:  # the cell's time: the worker's, from when it could begin it, then judging
                 started = time.perf_counter() - seconds

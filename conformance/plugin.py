@@ -45,8 +45,8 @@ _BASELINES = pytest.StashKey["Baselines | None"]()
 _CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
 _COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a case expands to
 _RESULTS_FILE = pytest.StashKey["ResultsFile"]()
-_PRODUCED = pytest.StashKey[dict]()
-_GC_THRESHOLDS = pytest.StashKey[tuple]()  # the collector's thresholds before the run  # the records this process wrote (or kept, resuming), by cell
+_PRODUCED = pytest.StashKey[dict]()  # the records this process wrote (or kept, resuming), by cell
+_GC_THRESHOLDS = pytest.StashKey[tuple]()  # the collector's thresholds before the run
 
 Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
@@ -584,9 +584,14 @@ class CaseItem(pytest.Item):
     def _engine(self) -> Engine:
         return _engine(self.config)
 
+    @property
+    def cell(self) -> Cell:
+        """What identifies this item's cell in the results (as :func:`_cell` reads it from a record)."""
+        return self.case.id, self.framework, self.device, self.mode
+
     def _kept(self) -> dict[str, Any] | None:
         """This cell's record from the results file, when --resume keeps it."""
-        return self.config.stash.get(_KEPT, {}).get((self.case.id, self.framework, self.device, self.mode))
+        return self.config.stash.get(_KEPT, {}).get(self.cell)
 
     def setup(self) -> None:
         record = self._kept()
@@ -595,7 +600,7 @@ class CaseItem(pytest.Item):
             written = _results_file(self.config).append(record)
         else:
             written = record
-        self.config.stash.setdefault(_PRODUCED, {})[(self.case.id, self.framework, self.device, self.mode)] = written
+        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = written
         self.record = record
         outcome = record["outcome"]
         self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),

@@ -83,8 +83,6 @@ def bound_strings(value: Any) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return value
-    if kind is str:
-        return _cut(value)
     if kind is list and all(type(v) in _PLAIN for v in value):  # a row of numbers: nothing to cut
         return list(value)
     if isinstance(value, str):

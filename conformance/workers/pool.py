@@ -489,12 +489,10 @@ class WorkerPool:
         """Start a run's processes, without waiting for them: the worker of each installed framework among
         *frameworks*, and the reference service.  (Only the adapters' classes are looked up: this module
         and that lookup import nothing heavy, so a caller starts them before its own imports.)"""
-        from conformance.adapter import adapter_classes, is_installed
+        from conformance.adapter import installed
 
-        classes = adapter_classes()
         for name in frameworks:
-            cls = classes.get(name)
-            if cls is not None and is_installed(cls):
+            if installed(name)[0]:
                 self.start(name)
         self.start(REFERENCE_SERVICE, module=REFERENCE_MODULE)
 
