@@ -17,6 +17,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import re
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
@@ -54,6 +55,9 @@ class Adapter:
     #: Regular expressions for the messages of the framework's autograd safety checks
     #: (version counter, in-place on a leaf or a view): a raise matching one is of kind ``autograd``.
     autograd_messages: ClassVar[tuple[str, ...]] = ()
+    #: Warnings the framework's own machinery raises whatever the program does, by message pattern, with
+    #: why (its own code using its own API, found by the warning's stack): recorded, never a ``warns``.
+    machinery_warnings: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The compiled modes users of the framework choose, by name, with what each one is
     #: (``eager`` is every framework's and is not listed).
     modes: ClassVar[dict[str, str]] = {}
@@ -108,6 +112,17 @@ class Adapter:
                                   f"{self.name} {self.version}")
             obj = getattr(obj, part)
         return obj
+
+    def resolve_first(self, *dotted: str) -> str:
+        """The first of *dotted* names that exists in the installed framework (an API that moved between
+        releases has several), or Unsupported naming every one looked for."""
+        for name in dotted:
+            try:
+                self.resolve(name)
+            except Unsupported:
+                continue
+            return name
+        raise Unsupported(f"none of {', '.join(dotted)} exists in {self.name} {self.version}")
 
     def require_attribute(self, name: str) -> None:
         if not hasattr(self.tensor_type, name):
@@ -238,8 +253,22 @@ class Adapter:
     def is_tensor(self, obj: Any) -> bool:
         return isinstance(obj, self.tensor_type)
 
-    def to_numpy(self, tensor: Any) -> np.ndarray:
+    def read_values(self, tensor: Any) -> np.ndarray:
+        """A tensor's values, read as a user of the framework reads them (its exceptions, and whatever
+        memory it reads, are the framework's), as a NumPy array the harness may keep."""
         raise NotImplementedError
+
+    def read_expression(self, x: str) -> str:
+        """The same read, as a reproducer spells it."""
+        raise NotImplementedError
+
+    def machinery_warning(self, message: str) -> str | None:
+        """Why a warning with *message* is raised by the framework's own machinery whatever the program
+        does (it then does not decide the cell's outcome), or None.  Each entry states its evidence."""
+        for pattern, why in self.machinery_warnings:
+            if re.search(pattern, message):
+                return why
+        return None
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         """(address of the first element, shape, strides in elements, bytes per element)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, INTERRUPTED, OptionError,
-                                  check_frameworks, check_modes, check_writable, results_file, seconds)
+                                  check_frameworks, check_modes, results_file, seconds)
 
 __all__ = ["main"]
 
@@ -34,13 +34,15 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
     """Refuse, in one line, what would only fail after the frameworks were imported."""
     from conformance.adapter import adapter_classes
 
+    from conformance.outputs import check_outputs
+
     check_frameworks(args.framework or [], adapter_classes())
-    check_modes(args.mode or [], adapter_classes())
+    environment_modes = [m.strip() for m in os.environ.get("CONFORMANCE_MODES", "").split(",") if m.strip()]
+    check_modes(args.mode or environment_modes, adapter_classes())
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise OptionError(f"no such path: {', '.join(missing)}")
-    check_writable(Path(results_file(args.results)))
-    check_writable(Path(args.summary))
+    check_outputs(Path(results_file(args.results)), Path(args.summary))
 
 
 #: pytest's own plugins a conformance run has no use for; each costs time per cell or per run.
@@ -58,16 +60,16 @@ def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
     argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "--capture=no",
             "--noconftest",
             *(f"-pno:{name}" for name in _UNUSED_PYTEST_PLUGINS),
-            "--summary", args.summary, "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
-    argv += ["--results", args.results] if args.results else []
-    argv += [f"--framework={f}" for f in args.framework or []]
-    argv += [f"--device={d}" for d in args.device or []]
-    argv += [f"--mode={m}" for m in args.mode or []]
-    argv += ["--case-timeout", repr(args.timeout)] if args.timeout is not None else []
+            f"--conformance-summary={args.summary}", "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
+    argv += [f"--conformance-results={args.results}"] if args.results else []
+    argv += [f"--conformance-framework={f}" for f in args.framework or []]
+    argv += [f"--conformance-device={d}" for d in args.device or []]
+    argv += [f"--conformance-mode={m}" for m in args.mode or []]
+    argv += [f"--conformance-case-timeout={args.timeout!r}"] if args.timeout is not None else []
     argv += ["-p", "xdist.plugin", "-n", args.workers] if args.workers else []
-    argv += ["--baselines", args.baselines] if args.baselines else []
+    argv += [f"--conformance-baselines={args.baselines}"] if args.baselines else []
     for flag in ("update_baselines", "prune_baselines", "no_baselines", "resume"):
-        argv += [f"--{flag.replace('_', '-')}"] if getattr(args, flag) else []
+        argv += [f"--conformance-{flag.replace('_', '-')}"] if getattr(args, flag) else []
     return argv + (["-v"] if args.verbose else ["-q", "--tb=short", "-rN"])
 
 
@@ -79,7 +81,14 @@ def _interruptible() -> Iterator[None]:
         yield
         return
 
-    def interrupt(signum: int, frame: Any) -> NoReturn:
+    stopping = False
+
+    def interrupt(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        if stopping:  # the run is already stopping: a second signal must not cut its summary short
+            os.write(2, b"conformance: already stopping; writing the summary of the cells that finished\n")
+            return
+        stopping = True
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -140,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     summary = Path(args.summary)
-    summary.unlink(missing_ok=True)  # whatever is printed below, this run wrote
+    before = _identity(summary)  # printed below only when this run wrote it (an old one is never removed)
     frameworks = _frameworks(args)
     if args.workers == "auto":  # as many processes as can pay, and say what was chosen
         count, why = parallel_processes(_cells(args, paths, frameworks), len(frameworks))
@@ -167,10 +176,26 @@ def cmd_run(args: argparse.Namespace) -> int:
             if pool is not None:
                 pool.close()
     for error in invalid:  # reported by the items of the files that could not be read
-        print(f"error: {error}", file=sys.stderr)
-    if summary.is_file():
+        print(f"error: {printable(error)}", file=sys.stderr)
+    if summary.is_file() and _identity(summary) != before:
         print(summary.read_text(encoding="utf-8"))
     return _run_status(status, len(invalid))
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next (a run replaces its summary with a new file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
+def printable(text: object) -> str:
+    """Text for a terminal: characters that are not printable (an escape sequence in a case's title, a
+    bidirectional override) are shown as escapes instead of acting on the terminal."""
+    return "".join(c if c.isprintable() or c in "\n\t" else c.encode("unicode_escape").decode("ascii")
+                   for c in str(text))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -182,7 +207,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     cases, errors = load_cases(paths)
     for error in errors:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(error)}", file=sys.stderr)
     print(f"{len(cases)} valid case(s), {len(errors)} invalid file(s)")
     return 1 if errors else 0
 
@@ -192,9 +217,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     cases, errors = load_cases(args.paths or ["cases"])
     for case in sorted(cases, key=lambda c: (c.topic, c.id)):
-        print(f"{case.topic}/{case.id}  {case.title}")
+        print(printable(f"{case.topic}/{case.id}  {case.title}"))
     for error in errors:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(error)}", file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -222,9 +247,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if "source" not in reply:
         print(f"error: {reply.get('message')}", file=sys.stderr)
         return 1
-    print(reply["source"], end="")
+    print(reply["source"], end="")  # comments and literals hold no character that acts on a terminal
     if reply.get("unsupported"):
-        print(f"# unsupported from here on: {reply['unsupported']}")
+        print(printable(f"# unsupported from here on: {reply['unsupported']}"))
     return 0
 
 
@@ -233,7 +258,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from conformance.records.results import ResultsError
     from conformance.report.heatmap import write_heatmap
-    from conformance.report.output import OutputError, check_writable, write_text
+    from conformance.outputs import OutputError, check_writable, write_file
     from conformance.report.render import case_attributions, default_results, load_sources, render_report
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
@@ -264,7 +289,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             plot_note = write_heatmap(records, args.plot)
             if plot_note is None:
                 plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
-        write_text(output, render_report(records, sources, plot=plot_link, plot_note=plot_note,
+        write_file(output, render_report(records, sources, plot=plot_link, plot_note=plot_note,
                                          attributions=case_attributions(records), link_base=output.parent))
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -276,7 +301,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from conformance.report.diff import (BadInput, compare, exit_status, load_side, render_markdown, render_text,
                                          split_modes)
-    from conformance.report.output import OutputError, check_writable, write_text
+    from conformance.outputs import OutputError, check_writable, write_file
 
     try:
         if args.modes:
@@ -295,7 +320,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     print(render_text(comparison), end="")
     if args.markdown:
         try:
-            write_text(args.markdown, render_markdown(comparison))
+            write_file(args.markdown, render_markdown(comparison))
         except OutputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -30,9 +30,10 @@ from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
-from conformance.judge.classify import classify
+from conformance.judge.classify import classify, misses_in_float32
 from conformance.records.results import run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
+from conformance.workers.faults import death_cause
 from conformance.workers.pool import (REFERENCE_MODULE, REFERENCE_SERVICE, Ticket, WorkerCrashed, WorkerPool,
                                        WorkerTimeout)
 
@@ -66,6 +67,7 @@ class Engine:
         self.timeout = timeout
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
         self._references: dict[str, tuple[dict | None, str | None, str | None]] = {}
+        self._spreads: dict[str, tuple[dict | None, str | None]] = {}
         self._reference_tickets: dict[str, tuple[Ticket, float]] = {}
         self._reference_sent: set[str] = set()
         self._wanted: SimpleQueue[Case] = SimpleQueue()  # cases a worker answered for: their reference is due
@@ -308,6 +310,25 @@ class Engine:
             return None, reply["message"], None
         return None, None, reply.get("message", "the reference service gave no answer")
 
+    def spread(self, case: Case) -> tuple[dict | None, str | None]:
+        """How far float32 arithmetic can move each reference observation of *case*, or why it is not known;
+        asked for only when a float32 observation misses the float64 reference (most cells never need it)."""
+        key = _case_key(case)
+        if key not in self._spreads:
+            limit = self._timeout(case)
+            ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, "spread": True}, limit + 5,
+                                      case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE,
+                                      on_reply=functools.partial(self._count, REFERENCE_SERVICE))
+            try:
+                reply = self._wait(ticket)
+            except (WorkerTimeout, WorkerCrashed) as exc:
+                reply = {"status": "limit", "message": f"the reference service failed ({exc})"}
+            finally:
+                self._taken(ticket, REFERENCE_SERVICE)
+            self._spreads[key] = ((reply["spread"], None) if reply.get("status") == "ok"
+                                  else (None, reply.get("message", "the reference service gave no answer")))
+        return self._spreads[key]
+
     # -- one cell -----------------------------------------------------------------------------------
 
     def run_cell(self, case: Case, framework: str, device: str, mode: str = "eager") -> dict[str, Any]:
@@ -334,6 +355,12 @@ class Engine:
             if harness_error is not None:
                 reply = {"status": "error", "message": harness_error}
         outcome, details = classify(case, reply, reference, reference_error)
+        if misses_in_float32(details):  # judged again, knowing what float32 arithmetic can do to the values
+            spread, why_not = self.spread(case)
+            if spread is not None:
+                outcome, details = classify(case, reply, reference, reference_error, spread=spread)
+            else:
+                details["float32_spread_unknown"] = why_not
         return {
             "case": case.id,
             "case_file": case.path,
@@ -363,14 +390,17 @@ class Engine:
         try:
             reply = self._wait(ticket)
         except WorkerCrashed as exc:
-            if exc.starting:
-                return {"status": "crash", "message": f"the {framework} worker died while starting: {exc}",
-                        "signal": exc.signal, "returncode": exc.returncode, "output": exc.output}, None, None
-            return {"status": "crash", "signal": exc.signal, "returncode": exc.returncode,
-                    "message": str(exc), "output": exc.output}, ticket.info, ticket.seconds
+            cause = death_cause(framework, starting=exc.starting, signal=exc.signal, returncode=exc.returncode,
+                                output=exc.output)
+            info = None if exc.starting else ticket.info
+            died = {"signal": exc.signal, "returncode": exc.returncode, "output": exc.output}
+            if cause is not None:  # the machine's or the harness's doing: never a finding
+                return {"status": "error", "message": cause, **died}, info, None
+            return {"status": "crash", "message": str(exc), **died}, info, ticket.seconds
         except WorkerTimeout as exc:
             if exc.starting:
-                return {"status": "timeout", "message": f"the {framework} worker did not start: {exc}"}, None, None
+                return {"status": "error", "message": f"the {framework} worker did not start: {exc}; no case "
+                                                      f"can cause that"}, None, None
             return {"status": "timeout", "message": f"no result within {timeout:g} s; worker killed",
                     "timeout_seconds": timeout}, ticket.info, ticket.seconds
         finally:

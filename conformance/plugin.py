@@ -25,15 +25,17 @@ from typing import Any, Iterator
 
 import pytest
 
-from conformance.adapter import adapter_classes, installed_version, is_installed
+from conformance.adapter import adapter_classes, installed, installed_version, is_installed
 from conformance.case.load import Case, CaseError, find_case_files, load_case, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
-from conformance.records.baseline import Baselines
+from conformance.outputs import ResultsLock, check_outputs, write_file
+from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
-from conformance.records.results import ResultsFile, read_records
+from conformance.records.record import Record, slim
+from conformance.records.results import ResultsError, ResultsFile, read_records
 from conformance.report.summary import column_name, render_summary
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,
-                                  baseline_dir, check_frameworks, check_modes, check_writable, modes_for,
+                                  baseline_dir, check_frameworks, check_modes, modes_for,
                                   results_file, seconds)
 
 _ACTIVE = pytest.StashKey[bool]()
@@ -45,8 +47,10 @@ _BASELINES = pytest.StashKey["Baselines | None"]()
 _CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
 _COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a case expands to
 _RESULTS_FILE = pytest.StashKey["ResultsFile"]()
-_PRODUCED = pytest.StashKey[dict]()  # the records this process wrote (or kept, resuming), by cell
+_PRODUCED = pytest.StashKey[dict]()  # what this process keeps of each cell it ran (or kept, resuming): slim
 _GC_THRESHOLDS = pytest.StashKey[tuple]()  # the collector's thresholds before the run
+_LOCK = pytest.StashKey["ResultsLock"]()  # this run's hold on its results file
+_WALKED = pytest.StashKey[dict]()  # real folders collected, by resolved path: links into them are not followed
 
 Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
@@ -58,40 +62,43 @@ _DANGEROUS = ("silent-wrong", "crash", "timeout")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # Every option is prefixed, as pytest's own plugins prefix theirs: installed, this plugin is loaded in
+    # every project, whose own conftest.py may well add --device or --results.  The conformance command
+    # keeps the short spellings and passes these.
     group = parser.getgroup("conformance", "in-place and aliasing conformance matrix")
     group.addoption("--conformance", action="store_true", default=False,
                     help="collect YAML case files as conformance cells and write results "
                          "[ini: conformance = true; the conformance command always asks]")
     parser.addini("conformance", type="bool", default=False,
                   help="collect YAML case files as conformance cells (as --conformance)")
-    group.addoption("--framework", action="append", default=None, metavar="NAME",
+    group.addoption("--conformance-framework", action="append", default=None, metavar="NAME",
                     help="framework to run (repeatable); default: every installed one "
                          "[env CONFORMANCE_FRAMEWORKS, comma-separated]")
-    group.addoption("--device", action="append", default=None, metavar="NAME",
+    group.addoption("--conformance-device", action="append", default=None, metavar="NAME",
                     help=f"device to run on (repeatable; {', '.join(DEVICES)}); default: every one, gpu cells "
                          "are skipped "
                          "with the reason when unavailable [env CONFORMANCE_DEVICES]")
-    group.addoption("--mode", action="append", default=None, metavar="NAME",
+    group.addoption("--conformance-mode", action="append", default=None, metavar="NAME",
                     help="mode to run in (repeatable): eager, compiled (every compiled mode of each "
                          "framework), or one by name (compile, to_static, to_static_full_graph); "
                          "default: eager [env CONFORMANCE_MODES]")
-    group.addoption("--results", default=None, metavar="FILE",
+    group.addoption("--conformance-results", default=None, metavar="FILE",
                     help=f"JSON-lines results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
-    group.addoption("--summary", default=None, metavar="FILE",
+    group.addoption("--conformance-summary", default=None, metavar="FILE",
                     help=f"markdown summary table written at the end [default {DEFAULT_SUMMARY}]")
-    group.addoption("--case-timeout", default=None, metavar="SECONDS",
+    group.addoption("--conformance-case-timeout", default=None, metavar="SECONDS",
                     help=f"the longest a cell may run before its worker is killed; caps a case's own "
                          f"timeout [default {DEFAULT_TIMEOUT:g}]")
-    group.addoption("--baselines", default=None, metavar="DIR",
+    group.addoption("--conformance-baselines", default=None, metavar="DIR",
                     help="directory of baselines: a cell whose outcome differs from its baseline fails "
                          f"[env CONFORMANCE_BASELINES; default {DEFAULT_BASELINES} when it exists]")
-    group.addoption("--no-baselines", action="store_true", default=False,
+    group.addoption("--conformance-no-baselines", action="store_true", default=False,
                     help="judge every cell on its own, ignoring baselines")
-    group.addoption("--update-baselines", action="store_true", default=False,
+    group.addoption("--conformance-update-baselines", action="store_true", default=False,
                     help="record this run's outcomes in the baselines (entries of cases not run are kept)")
-    group.addoption("--prune-baselines", action="store_true", default=False,
+    group.addoption("--conformance-prune-baselines", action="store_true", default=False,
                     help="remove baseline entries of cases that no longer exist under the run's case folders")
-    group.addoption("--resume", action="store_true", default=False,
+    group.addoption("--conformance-resume", action="store_true", default=False,
                     help="keep the results file and run only the cells missing from it")
 
 
@@ -101,7 +108,7 @@ def is_active(config: pytest.Config) -> bool:
 
 
 def _listed(config: pytest.Config, option: str, env: str) -> list[str] | None:
-    values = config.getoption(option)
+    values = config.getoption(f"conformance_{option}")
     if values:
         return list(dict.fromkeys(values))
     raw = os.environ.get(env, "").strip()
@@ -130,21 +137,21 @@ def modes(config: pytest.Config) -> list[str]:
 
 
 def case_timeout(config: pytest.Config) -> float:
-    raw = config.getoption("case_timeout")
-    return DEFAULT_TIMEOUT if raw is None else seconds("--case-timeout", raw)
+    raw = config.getoption("conformance_case_timeout")
+    return DEFAULT_TIMEOUT if raw is None else seconds("--conformance-case-timeout", raw)
 
 
 def results_path(config: pytest.Config) -> Path:
-    return Path(config.invocation_params.dir, results_file(config.getoption("results")))
+    return Path(config.invocation_params.dir, results_file(config.getoption("conformance_results")))
 
 
 def summary_path(config: pytest.Config) -> Path:
-    return Path(config.invocation_params.dir, config.getoption("summary") or DEFAULT_SUMMARY)
+    return Path(config.invocation_params.dir, config.getoption("conformance_summary") or DEFAULT_SUMMARY)
 
 
 def _baseline_dir(config: pytest.Config) -> tuple[Path, bool]:
     """The baseline directory, and whether it was asked for (else it is the default)."""
-    return baseline_dir(config.getoption("baselines"), config.invocation_params.dir)
+    return baseline_dir(config.getoption("conformance_baselines"), config.invocation_params.dir)
 
 
 def baselines(config: pytest.Config) -> Baselines | None:
@@ -152,9 +159,24 @@ def baselines(config: pytest.Config) -> Baselines | None:
     one store per run, so each baseline file is read once."""
     if _BASELINES not in config.stash:
         directory, asked = _baseline_dir(config)
-        ignored = config.getoption("no_baselines") or config.getoption("update_baselines")
+        ignored = config.getoption("conformance_no_baselines") or config.getoption("conformance_update_baselines")
         config.stash[_BASELINES] = None if ignored or not (asked or directory.is_dir()) else Baselines(directory)
     return config.stash[_BASELINES]
+
+
+def _check_baselines(config: pytest.Config) -> None:
+    """A baseline folder asked for must exist (else the gate would be off without a word), and every
+    baseline file in the folder in use must read, before any cell runs; --update-baselines rewrites
+    unreadable ones (keeping their bytes beside them) and creates the folder."""
+    directory, asked = _baseline_dir(config)
+    if config.getoption("conformance_no_baselines"):
+        return
+    updating = config.getoption("conformance_update_baselines")
+    if asked and not directory.is_dir() and not updating:
+        raise OptionError(f"no baseline folder {directory}; give an existing one, or --update-baselines to "
+                          f"create it, or --no-baselines to judge every cell on its own")
+    if directory.is_dir() and not updating:
+        Baselines(directory).check_files()
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -189,11 +211,14 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         frameworks(config)
         devices(config)
+        modes(config)
         case_timeout(config)
+        _check_baselines(config)
         if _is_controller(config):
             _start_outputs(config)
-        config.stash[_KEPT] = _finished_cells(results_path(config)) if config.getoption("resume") else {}
-    except OptionError as exc:
+        config.stash[_KEPT] = (_finished_cells(results_path(config), frameworks(config))
+                               if config.getoption("conformance_resume") else {})
+    except (OptionError, BaselineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     prepared = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, Prepared)), None)
     if prepared is not None and prepared.engine is not None:  # the conformance command started the workers
@@ -204,16 +229,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _start_outputs(config: pytest.Config) -> None:
-    """Check both outputs can be written, then start this run's: results truncated (kept and
-    trimmed to whole records with --resume), and no summary left from an earlier run."""
+    """Check both outputs (outputs.py), take the results file for this run, then start it: emptied, or
+    kept and trimmed to whole records with --resume.  The summary is left as it is until the end."""
     results, summary = results_path(config), summary_path(config)
-    check_writable(results, keep=True)
-    check_writable(summary)
-    if config.getoption("resume"):
+    check_outputs(results, summary)
+    lock = ResultsLock(results)
+    lock.acquire()  # before the file is emptied: a second run on it is refused, not let loose on it
+    config.stash[_LOCK] = lock
+    if str(results) == os.devnull:
+        return
+    if config.getoption("conformance_resume"):
         _drop_torn_tail(results)
     else:
-        results.write_text("")  # records are appended as cells finish
-    summary.unlink(missing_ok=True)
+        with open(results, "r+b") as handle:  # records are appended as cells finish
+            handle.truncate(0)
 
 
 def _drop_torn_tail(path: Path) -> None:
@@ -224,21 +253,24 @@ def _drop_torn_tail(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
-def _finished_cells(path: Path) -> dict[Cell, dict[str, Any]]:
-    """The cells a results file already holds (the latest record of each), for --resume."""
+def _finished_cells(path: Path, chosen: list[str]) -> dict[Cell, dict[str, Any]]:
+    """The cells a results file already holds (the latest record of each), for --resume.  Every line
+    must be a record (a foreign line is refused, naming it), and the records of a framework this run
+    runs must be of the version installed here: a resumed run never mixes two versions in one column."""
     kept: dict[Cell, dict[str, Any]] = {}
+    if not path.exists() or str(path) == os.devnull:
+        return kept
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OptionError(f"cannot resume from {path}: {exc}") from None
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if not line.strip() or not line.endswith("\n"):
-            continue  # a torn last line: the controller cuts it, the cell runs again
-        try:
-            record = json.loads(line)
-            kept[_cell(record)] = record
-        except (ValueError, KeyError, TypeError):
-            raise OptionError(f"cannot resume from {path}: line {number} is not a result record") from None
+        records = list(read_records([path], torn_ok=True))
+    except ResultsError as exc:
+        raise OptionError(f"cannot resume from {exc}") from None
+    versions = {name: installed(name)[1] for name in chosen}
+    for record in records:
+        framework, version = record["framework"], record["framework_version"]
+        if framework in versions and versions[framework] not in (None, version):
+            raise OptionError(f"cannot resume from {path}: it holds records of {framework} {version}, and this "
+                              f"environment has {framework} {versions[framework]}; give this run its own --results")
+        kept[_cell(record)] = record
     return kept
 
 
@@ -255,6 +287,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     results = config.stash.get(_RESULTS_FILE, None)
     if results is not None:
         results.close()
+    lock = config.stash.get(_LOCK, None)
+    if lock is not None:
+        lock.release()
     engine = config.stash.get(_ENGINE, None)
     if engine is not None:
         engine.close()
@@ -317,6 +352,39 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return True
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> Any:
+    """Once every plugin has had a cell's passing report (the terminal counts it, xdist forwards it,
+    junitxml writes it), it keeps only what a count needs: pytest holds every report to the end of the
+    run, and a cell's properties and keywords would make a large run's memory grow with its size."""
+    result = yield
+    if report.passed and any(key == "outcome" for key, _ in report.user_properties):
+        report.user_properties = []
+        report.keywords = {}
+    return result
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A folder is collected once, whatever links lead back into it (``a/up -> ..`` would otherwise make
+    collection endless): a second path to a folder already collected is passed over."""
+    if not config.stash.get(_ACTIVE, False) or not collection_path.is_dir():
+        return None
+    walked = config.stash.setdefault(_WALKED, {})
+    target = collection_path.resolve()
+    if walked.get(target, collection_path) != collection_path:
+        return True  # collected already, through another path
+    if collection_path.is_symlink() and any(target in folder.parents for folder in walked):
+        return True  # a link above a folder being collected: following it would walk it again, and again
+    return None
+
+
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> None:
+    """Remember each real folder collected, so that links into it are known (see pytest_ignore_collect)."""
+    if parent.config.stash.get(_ACTIVE, False):
+        parent.config.stash.setdefault(_WALKED, {}).setdefault(path.resolve(), path)
+    return None
+
+
 def _cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
     return item.case, item.framework, item.device, item.mode
 
@@ -349,7 +417,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         parts.append(f"{name} {version}" if version else f"{name} (not installed)")
     return [f"conformance: frameworks: {', '.join(parts)}; devices: {', '.join(devices(config))}; "
             f"modes: {', '.join(modes(config))}",
-            f"conformance: results: {results_path(config)}" + (" (resumed)" if config.getoption("resume") else "")]
+            f"conformance: results: {results_path(config)}" + (" (resumed)" if config.getoption("conformance_resume") else "")]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -376,10 +444,11 @@ class RunState:
     """What the controller saw of this run, from the item reports (which xdist forwards)."""
 
     cells: dict[Cell, str] = field(default_factory=dict)
-    records: list[dict[str, Any]] = field(default_factory=list)  # this run's, read once at the end
+    records: list[Record] = field(default_factory=list)  # this run's, slim, gathered at the end
     findings: list[str] = field(default_factory=list)
     notes: list[tuple[str, dict[str, bool]]] = field(default_factory=list)
     interrupted: bool = False
+    summary_written: bool = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         properties = dict(report.user_properties)
@@ -401,45 +470,65 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
     records = state.records = _this_runs_records(config, state)
+    failed = False
     try:
         if records or state.interrupted:
             _write_summary(records, summary_path(config), state)
-        if config.getoption("update_baselines") and records:
+        if config.getoption("conformance_update_baselines") and records:
             Baselines(_baseline_dir(config)[0]).update(records)
-        if config.getoption("prune_baselines"):
-            known = {case.id for case in load_cases(_case_roots(config))[0]}
-            state.notes += [(f"pruned baseline entry: {path}: {case}", {"yellow": True})
-                            for path, case in Baselines(_baseline_dir(config)[0]).prune(known)]
+        if config.getoption("conformance_prune_baselines"):
+            failed = not _prune(config, state)
     except OSError as exc:
         state.notes.append((f"error: cannot write {exc.filename}: {exc.strerror or exc}", {"red": True}))
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        failed = True
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _this_runs_records(config: pytest.Config, state: RunState) -> list[dict[str, Any]]:
-    """The latest record of each cell this run reported: never a cell from an earlier run."""
+def _prune(config: pytest.Config, state: RunState) -> bool:
+    """--prune-baselines: remove the entries of cases known to be gone from the whole catalogue, listing
+    each; refuse (False, saying why) whenever that is not known."""
+    known, problem = _catalogue(config)
+    if problem is not None:
+        state.notes.append((f"error: --prune-baselines removed nothing: {problem}", {"red": True}))
+        return False
+    removed = Baselines(_baseline_dir(config)[0]).prune(known)
+    state.notes += [(f"pruned baseline entry: {path}: {case}", {"yellow": True}) for path, case in removed]
+    if not removed:
+        state.notes.append(("--prune-baselines: every baseline entry names a case of the catalogue", {}))
+    return True
+
+
+def _this_runs_records(config: pytest.Config, state: RunState) -> list[Record]:
+    """The latest record of each cell this run reported (never a cell from an earlier run), slim."""
     path = results_path(config)
-    if not state.cells or not path.exists():
+    if not state.cells:
         return []
-    if _runs_cells(config):  # every cell ran here: its records, as written, are at hand
+    if _runs_cells(config):  # every cell ran here: what the run keeps of each is at hand
         produced = config.stash.get(_PRODUCED, {})
         return [record for cell, record in produced.items() if cell in state.cells]
+    if not path.exists():
+        return []
+    latest: dict[Cell, Record] = {}
     try:
-        records = list(read_records([path]))
+        for record in read_records([path]):  # a record at a time: a large run is never held whole
+            cell = _cell(record)
+            if cell in state.cells:
+                latest[cell] = slim(record)
     except Exception as exc:  # noqa: BLE001 - an unreadable results file is reported, never a traceback
         state.notes.append((f"error: cannot read {path}: {exc}", {"red": True}))
         return []
-    return list({_cell(r): r for r in records if _cell(r) in state.cells}.values())
+    return list(latest.values())
 
 
-def _write_summary(records: list[dict[str, Any]], path: Path, state: RunState) -> None:
+def _write_summary(records: list[Record], path: Path, state: RunState) -> None:
     text = render_summary(records)
     if state.interrupted:
         title, _, rest = text.partition("\n")
         text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "
                 f"{len(records)} cell(s) finished and are shown below.\n{rest}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_file(path, text)
+    state.summary_written = True
 
 
 def _why_no_cell_ran(config: pytest.Config) -> str:
@@ -452,20 +541,25 @@ def _why_no_cell_ran(config: pytest.Config) -> str:
     return "every cell was deselected (-k, -m or --deselect)"
 
 
-def _case_roots(config: pytest.Config) -> list[Path]:
-    """The case folders the run's arguments lie in: the nearest enclosing ``cases`` folder, or the
-    folder given (a file's folder), to tell stale baseline entries and what --prune-baselines keeps."""
-    roots = []
+def _catalogue(config: pytest.Config) -> tuple[set[str], str | None]:
+    """The ids of every case of the whole catalogue, and of the run's own paths (a case run from outside
+    the catalogue is known too); with the reason they are not all known, when a file cannot be read
+    (its ids are unknown) or there is no catalogue.  The catalogue is the folder ``cases`` where the
+    run was started, and the nearest folder named ``cases`` around each path the run was given."""
+    here = Path(config.invocation_params.dir)
+    roots: list[Path] = [here / "cases"] if (here / "cases").is_dir() else []
     for arg in config.args:
-        path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
-        if (path / "cases").is_dir():
-            roots.append(path / "cases")
-        elif "cases" in path.parts:
-            parts = path.parts
-            roots.append(Path(*parts[:len(parts) - parts[::-1].index("cases")]))
-        else:
-            roots.append(path if path.is_dir() else path.parent)
-    return roots
+        path = Path(here, arg.split("::")[0]).absolute()
+        enclosing = next((p for p in [path, *path.parents] if p.name == "cases" and p.is_dir()), None)
+        roots += [enclosing] if enclosing is not None else []
+        roots.append(path)
+    if not any(root.name == "cases" for root in roots):
+        return set(), f"no catalogue (a folder named cases) in {here} or around the run's paths"
+    cases, errors = load_cases(dict.fromkeys(roots))
+    if errors:
+        return set(), (f"{len(errors)} case file(s) could not be read, so the cases they define are unknown; "
+                       f"first: {errors[0]}")
+    return {case.id for case in cases}, None
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -488,22 +582,27 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(line, **markup)
 
 
-def _write_outcomes(terminalreporter: Any, records: list[dict[str, Any]]) -> None:
+def _write_outcomes(terminalreporter: Any, records: list[Record]) -> None:
     counts: dict[str, dict[str, int]] = {}
     for record in records:
         by_outcome = counts.setdefault(column_name(record), {})
-        by_outcome[record["outcome"]] = by_outcome.get(record["outcome"], 0) + 1
+        by_outcome[record.outcome] = by_outcome.get(record.outcome, 0) + 1
     terminalreporter.section("conformance outcomes")
     for column, by_outcome in sorted(counts.items()):
         terminalreporter.write_line(f"{column}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))
 
 
-def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[dict[str, Any]]) -> None:
+def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[Record]) -> None:
     store = baselines(config)
-    if store is None or config.getoption("prune_baselines"):
+    if store is None or config.getoption("conformance_prune_baselines"):
         return
-    known = {case.id for case in load_cases(_case_roots(config))[0]}
-    for entry in store.stale(records):
+    candidates = store.stale(records)
+    if not candidates:
+        return
+    known, problem = _catalogue(config)
+    if problem is not None:  # which entries are stale is not known: none is called stale
+        return
+    for entry in candidates:
         if entry.rsplit(": ", 1)[1] not in known:
             terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
 
@@ -600,7 +699,7 @@ class CaseItem(pytest.Item):
             written = _results_file(self.config).append(record)
         else:
             written = record
-        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = written
+        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(written)  # all the end of the run needs
         self.record = record
         outcome = record["outcome"]
         self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),
@@ -615,8 +714,9 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         """Fails only on a change against the baseline: a finding is what the suite is for."""
         assert self.record is not None
+        record, self.record = self.record, None  # judged once: an item keeps no record through the run
         store = baselines(self.config)
-        change = store.check(self.record) if store is not None else None
+        change = store.check(record) if store is not None else None
         if change:
             raise CellFailure(change)
 
@@ -639,6 +739,7 @@ class CaseItem(pytest.Item):
             nextitem = None  # as pytest does: tear everything down before the session ends
         self._phase(pytest.CallInfo.from_call(lambda: state.teardown_exact(nextitem), "teardown", reraise))
         ihook.pytest_runtest_logfinish(nodeid=self.nodeid, location=self.location)
+        self.user_properties.clear()  # every report has had them: nothing of the cell stays on the item
 
     def _phase(self, call: pytest.CallInfo[None]) -> pytest.TestReport:
         report = pytest.TestReport.from_item_and_call(self, call)

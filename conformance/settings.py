@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 __all__ = ["DEVICES", "DEFAULT_RESULTS", "DEFAULT_SUMMARY", "DEFAULT_BASELINES", "INTERRUPTED", "BAD_INPUT",
-           "OptionError", "seconds", "check_frameworks", "check_writable", "results_file", "baseline_dir",
+           "OptionError", "seconds", "check_frameworks", "results_file", "baseline_dir",
            "CELLS_PER_PROCESS", "parallel_processes"]
 
 DEVICES = ("cpu", "gpu")
@@ -74,25 +74,6 @@ def check_frameworks(chosen: Iterable[str], known: Iterable[str]) -> list[str]:
         if name not in known:
             raise OptionError(f"unknown framework {name!r}; installed adapters: {', '.join(known) or 'none'}")
     return chosen
-
-
-def check_writable(path: Path, *, keep: bool = False) -> None:
-    """Fail now, with the reason, if *path* cannot be written, rather than after the cells ran.
-
-    Creates missing parent folders.  The file itself is created and, unless *keep*, removed again when
-    it did not exist before (a check must not leave an output that looks like a result).
-    """
-    existed = path.exists()
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8"):
-            pass
-        if not existed and not keep:
-            path.unlink()
-    except OSError as exc:
-        raise OptionError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def results_file(option: str | None) -> str:

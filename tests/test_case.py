@@ -207,9 +207,9 @@ def test_deeply_nested_steps_fail_on_depth(tmp_path: Path) -> None:
     assert "nesting deeper than" in exc.message
 
 
-def test_unreadable_path(tmp_path: Path) -> None:
-    exc = _load_error(tmp_path)  # a directory: read_bytes fails with an OSError
-    assert exc.message.startswith("cannot read")
+def test_a_folder_given_as_a_case_file_is_refused_as_not_a_regular_file(tmp_path: Path) -> None:
+    exc = _load_error(tmp_path)
+    assert exc.message.startswith("not a regular file (a folder)")
 
 
 def test_duplicate_case_id_across_files(tmp_path: Path) -> None:

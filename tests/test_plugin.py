@@ -35,7 +35,7 @@ def outcomes(path: Path) -> dict[tuple[str, str, str], str]:
 
 def test_items_are_named_by_file_case_framework_and_device(pytester, project) -> None:
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--collect-only",
-                                           "-q", "--framework", "torch", "--framework", "paddle")
+                                           "-q", "--conformance-framework", "torch", "--conformance-framework", "paddle")
     result.stdout.fnmatch_lines([
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-cpu[]]",
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-gpu[]]",
@@ -55,8 +55,8 @@ def test_environment_variables_choose_framework_and_device(pytester, project, mo
 def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, project) -> None:
     results = project / "out.jsonl"
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml",
-                                           "cases/seed/leaf_sin_inplace.yaml", "--framework", FRAMEWORK,
-                                           "--device", "cpu", "--device", "gpu", "--results", str(results))
+                                           "cases/seed/leaf_sin_inplace.yaml", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu", "--conformance-device", "gpu", "--conformance-results", str(results))
     result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu; modes: eager"])
     records = list(read_records([results]))
     assert len(records) == 4
@@ -68,8 +68,8 @@ def test_a_bad_case_file_fails_alone_with_file_and_line(pytester, project) -> No
     (project / "cases" / "seed" / "broken.yaml").write_text("id: broken\ntitle: t\nsteps:\n  - {op: sinn}\n")
     results = project / "out.jsonl"
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/broken.yaml",
-                                           "cases/seed/clone_grad_flow.yaml", "--framework", FRAMEWORK,
-                                           "--device", "cpu", "--results", str(results))
+                                           "cases/seed/clone_grad_flow.yaml", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu", "--conformance-results", str(results))
     result.stdout.fnmatch_lines(["*broken.yaml:4: unknown op 'sinn'*"])
     [record] = read_records([results])
     assert counts(closing_line(result.stdout.str())) == {"failed": 1, record["outcome"]: 1}
@@ -78,8 +78,8 @@ def test_a_bad_case_file_fails_alone_with_file_and_line(pytester, project) -> No
 
 def test_a_silent_wrong_cell_is_a_finding_counted_and_explained_not_a_failure(pytester, project) -> None:
     write_case(project / "cases" / "seed", WRONG, "wrong")
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/wrong.yaml", "--framework", FRAMEWORK,
-                                           "--device", "cpu")
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/wrong.yaml", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu")
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"silent-wrong": 1}
     result.stdout.fnmatch_lines(["*conformance findings*", "*wrong on * (cpu): silent-wrong*",
@@ -89,8 +89,8 @@ def test_a_silent_wrong_cell_is_a_finding_counted_and_explained_not_a_failure(py
 def test_the_closing_line_counts_each_outcome(pytester, project) -> None:
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
                                            "cases/seed/clone_then_requires_grad.yaml",
-                                           "cases/seed/detach_shares_memory.yaml", "--framework", FRAMEWORK,
-                                           "--device", "cpu", "--device", "gpu")
+                                           "cases/seed/detach_shares_memory.yaml", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu", "--conformance-device", "gpu")
     assert result.ret == 0
     line = closing_line(result.stdout.str())
     assert counts(line) == {"raises": 1, "silent-correct": 1, "aliases": 1, "skipped": 3}, line
@@ -108,8 +108,8 @@ def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> Non
 
         conformance.engine.Engine.run_cell = run_cell
     """)
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--framework",
-                                           FRAMEWORK, "--device", "cpu")
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--conformance-framework",
+                                           FRAMEWORK, "--conformance-device", "cpu")
     assert result.ret == 1
     assert counts(closing_line(result.stdout.str())) == {"error": 1}
     result.stdout.fnmatch_lines(["*harness error: the harness broke*"])
@@ -118,8 +118,10 @@ def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> Non
 @pytest.mark.skipif(len(INSTALLED) < 2, reason="needs both torch and paddle")
 def test_xdist_gives_the_same_outcomes_as_a_serial_run(pytester, project) -> None:
     serial, parallel = project / "serial.jsonl", project / "parallel.jsonl"
-    pytester.runpytest_subprocess("--conformance", "cases", "--device", "cpu", "--results", str(serial))
-    pytester.runpytest_subprocess("--conformance", "cases", "--device", "cpu", "--results", str(parallel), "-n", "2")
+    pytester.runpytest_subprocess("--conformance", "cases", "--conformance-device", "cpu",
+                                  "--conformance-results", str(serial))
+    pytester.runpytest_subprocess("--conformance", "cases", "--conformance-device", "cpu",
+                                  "--conformance-results", str(parallel), "-n", "2")
     assert len(outcomes(serial)) == 2 * len(list((project / "cases" / "seed").glob("*.yaml")))
     assert outcomes(parallel) == outcomes(serial)
 
@@ -184,7 +186,7 @@ def test_an_unrelated_project_is_left_alone(pytester) -> None:
 def test_an_ini_setting_asks_for_the_matrix(pytester) -> None:
     write_case(pytester.path / "checks", QUICK, "quick")
     pytester.makeini("[pytest]\nconformance = true\n")
-    result = pytester.runpytest_subprocess("checks", "--framework", FRAMEWORK, "--device", "cpu")
+    result = pytester.runpytest_subprocess("checks", "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu")
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
     assert len(list(read_records([pytester.path / "reports" / "results" / "latest.jsonl"]))) == 1
@@ -192,15 +194,15 @@ def test_an_ini_setting_asks_for_the_matrix(pytester) -> None:
 
 def test_a_path_given_explicitly_is_collected_whatever_its_folder_is_called(pytester) -> None:
     write_case(pytester.path / "my stuff", QUICK, "quick")
-    result = pytester.runpytest_subprocess("--conformance", "my stuff", "--framework", FRAMEWORK,
-                                           "--device", "cpu")
+    result = pytester.runpytest_subprocess("--conformance", "my stuff", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu")
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
-    ("--framework", "jax", "unknown framework 'jax'; installed adapters: "),
-    ("--device", "tpu", "unknown device 'tpu'; choose from cpu, gpu"),
+    ("--conformance-framework", "jax", "unknown framework 'jax'; installed adapters: "),
+    ("--conformance-device", "tpu", "unknown device 'tpu'; choose from cpu, gpu"),
 ])
 def test_an_unknown_framework_or_device_is_one_usage_error_line(pytester, project, option, value,
                                                                 expected) -> None:
@@ -209,14 +211,14 @@ def test_an_unknown_framework_or_device_is_one_usage_error_line(pytester, projec
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1, errors
     assert expected in errors[0]
-    if option == "--framework":
+    if option == "--conformance-framework":
         assert FRAMEWORK in errors[0]
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
 def test_a_case_timeout_that_is_not_a_positive_number_is_a_usage_error(pytester, project, value) -> None:
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
-                                           "--framework", FRAMEWORK, "--case-timeout", value)
+                                           "--conformance-framework", FRAMEWORK, "--conformance-case-timeout", value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1 and repr(value) in errors[0], errors
@@ -226,16 +228,16 @@ def test_a_case_timeout_that_is_not_a_positive_number_is_a_usage_error(pytester,
 def test_an_unwritable_results_path_is_one_error_line(pytester, project) -> None:
     (project / "taken").mkdir()
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
-                                           "--framework", FRAMEWORK, "--results", "taken")
+                                           "--conformance-framework", FRAMEWORK, "--conformance-results", "taken")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output and "Traceback" not in output
-    assert f"cannot write {project / 'taken'}: Is a directory" in output
+    assert f"cannot write {project / 'taken'}: it is a folder, not a regular file" in output
 
 
 def test_modes_make_one_column_each_and_compiled_names_every_compiled_mode(pytester, project) -> None:
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml", "--device",
-                                           "cpu", "--framework", FRAMEWORK, "--mode", "eager", "--mode", "compiled",
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml", "--conformance-device",
+                                           "cpu", "--conformance-framework", FRAMEWORK, "--conformance-mode", "eager", "--conformance-mode", "compiled",
                                            "--collect-only", "-q")
     from conformance.adapter import adapter_classes
 
@@ -248,7 +250,7 @@ def test_modes_make_one_column_each_and_compiled_names_every_compiled_mode(pytes
 
 
 def test_an_unknown_mode_is_a_one_line_usage_error(pytester, project) -> None:
-    result = pytester.runpytest_subprocess("--conformance", "cases", "--mode", "jit")
+    result = pytester.runpytest_subprocess("--conformance", "cases", "--conformance-mode", "jit")
     assert result.ret != 0
     assert "unknown mode 'jit'" in result.stderr.str() + result.stdout.str()
 
@@ -265,7 +267,7 @@ def test_cells_run_among_python_tests_with_fixtures_and_reach_junit_xml(pytester
     write_case(pytester.path / "b", QUICK, "quick")
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess("--conformance", "a/test_one.py", "b", "a/test_two.py",
-                                           "--framework", FRAMEWORK, "--device", "cpu", f"--junitxml={junit}")
+                                           "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu", f"--junitxml={junit}")
     assert result.ret == 0, result.stdout.str()
     assert counts(closing_line(result.stdout.str())) == {"passed": 2, "silent-correct": 1}
     assert log.read_text().splitlines() == ["down", "down"]

@@ -27,6 +27,11 @@ class PaddleAdapter(Adapter):
         r"Leaf (Var|Tensor) .* that doesn't stop gradient can't use inplace strategy",
         r"inplace .* (leaf|view)",
     )
+    machinery_warnings = (
+        (r"Tensor do not have 'place' interface for pir graph mode",
+         "raised by paddle's own to_static machinery reading .place of the values it builds (full_like in "
+         "_append_backward, Tensor.to), whatever the program does; not about the case"),
+    )
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 
@@ -77,6 +82,14 @@ class PaddleAdapter(Adapter):
         # Paddle's in-place tensor methods take a tensor operand (a Python number raises
         # AttributeError in 3.3); its users wrap the number in a tensor of the same dtype.
         return f"paddle.to_tensor({literal}, dtype={like}.dtype)"
+
+    def spell_from_dlpack(self, w: Any, step: Any) -> None:
+        # paddle.from_dlpack takes any object with __dlpack__ (3.x); before it, paddle.utils.dlpack.from_dlpack
+        # was the API, and it takes the DLPack capsule, which its users get from __dlpack__().
+        call = self.resolve_first("paddle.from_dlpack", "paddle.utils.dlpack.from_dlpack")
+        source = step.args[0] if call == "paddle.from_dlpack" else f"{step.args[0]}.__dlpack__()"
+        expr = f"{call}({source})" + (".cuda()" if w.device != "cpu" else "")
+        w.emit(f"{w.out(step)} = {expr}")
 
     def from_numpy(self, array: str, device: str) -> str:
         self.resolve("paddle.from_numpy")
@@ -170,10 +183,14 @@ class PaddleAdapter(Adapter):
     def allocated_bytes(self, device: str) -> str | None:
         return "paddle.device.cuda.memory_allocated()" if device == "gpu" else None
 
-    def to_numpy(self, tensor: Any) -> np.ndarray:
+    def read_values(self, tensor: Any) -> np.ndarray:
         import numpy as np
 
-        return np.array(tensor.detach().cpu().numpy())
+        # paddle's users read a tensor, on any device and whether it needs a gradient, with .numpy()
+        return np.array(tensor.numpy())
+
+    def read_expression(self, x: str) -> str:
+        return f"{x}.numpy()"
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         shape = tuple(tensor.shape)

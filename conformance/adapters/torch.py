@@ -130,8 +130,12 @@ class TorchAdapter(Adapter):
     def allocated_bytes(self, device: str) -> str | None:
         return "torch.cuda.memory_allocated()" if device == "gpu" else None
 
-    def to_numpy(self, tensor: Any) -> np.ndarray:
+    def read_values(self, tensor: Any) -> np.ndarray:
+        # torch refuses .numpy() of a tensor that requires grad: its users read through detach()
         return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
+
+    def read_expression(self, x: str) -> str:
+        return f"{x}.detach().cpu().numpy()"
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         return tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.element_size()

@@ -7,6 +7,8 @@ every problem as a :class:`LoadError` carrying the line.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -195,11 +197,36 @@ def _resolve_scalar(event: Any) -> Any:
         return _Declined
 
 
+def read_bounded(path: Path) -> bytes:
+    """The bytes of a case file, refused before reading when it is not a regular file (a FIFO would block,
+    a device never end) or is larger than MAX_BYTES (a sparse file of a gigabyte is never read whole)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO opens at once
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LoadError(1, f"not a regular file ({_file_kind(info.st_mode)}); a case file must be one")
+        if info.st_size > MAX_BYTES:
+            raise LoadError(1, f"file is {info.st_size} bytes; case files are limited to {MAX_BYTES}")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:  # it grew while being read
+        raise LoadError(1, f"file is over {MAX_BYTES} bytes; case files are limited to {MAX_BYTES}")
+    return raw
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
 def load(path: Path) -> tuple[Any, Lines]:
     """Read one YAML document from *path* as plain data, with the line of every node."""
-    raw = path.read_bytes()
-    if len(raw) > MAX_BYTES:
-        raise LoadError(1, f"file is {len(raw)} bytes; case files are limited to {MAX_BYTES}")
+    raw = read_bounded(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

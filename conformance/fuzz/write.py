@@ -15,6 +15,7 @@ shapes too).  A variant that behaves alike (the same outcomes, see
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from pathlib import Path
@@ -201,12 +202,21 @@ def _flow(value: Any) -> str:
 
 def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, budget: int, number: int,
                versions: Mapping[str, str]) -> Case:
-    """Write the found case and check it loads back as the same program; return it."""
+    """Write the found case and check it loads back as the same program; return it.  A file already at
+    the case's name is never replaced: the case takes the next free name (``_2``, ``_3``...) instead."""
     folder.mkdir(parents=True, exist_ok=True)
-    name = case_id(program)
-    path = folder / f"{name}.yaml"
-    path.write_text(case_text(program, verdict, case_id_=name, seed=seed, budget=budget, number=number,
-                              versions=versions), encoding="utf-8")
+    stem = case_id(program)
+    for attempt in itertools.count(1):
+        name = stem if attempt == 1 else f"{stem}_{attempt}"
+        path = folder / f"{name}.yaml"
+        text = case_text(program, verdict, case_id_=name, seed=seed, budget=budget, number=number,
+                         versions=versions)
+        try:
+            with open(path, "x", encoding="utf-8") as handle:  # created here, or left as it is
+                handle.write(text)
+            break
+        except FileExistsError:
+            continue
     case = load_case(path)
     if json.dumps(case.raw["steps"], sort_keys=True) != json.dumps(list(program.steps), sort_keys=True):
         raise AssertionError(f"{path} does not read back as the program that was found")

@@ -38,11 +38,19 @@ def default_tolerance(dtype: str) -> Tolerance:
     return _DEFAULTS.get(dtype, Tolerance(0.0, 0.0))
 
 
-def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | None) -> dict[str, Any]:
-    """One judged observation against its reference value."""
+#: How many times the float32 spread of a value (:func:`conformance.judge.reference.float32_spread`) its
+#: error may be: a framework's float32 kernels round differently from the reference's float32 runs, by
+#: an ulp or two at each step, so its result may lie a little farther out than theirs.
+SPREAD_FACTOR = 2.0
+
+
+def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | None,
+            spread: Any = None) -> dict[str, Any]:
+    """One judged observation against its reference value.  *spread*: how far float32 arithmetic can
+    move each element of the reference; the error may be that much larger (times SPREAD_FACTOR)."""
     value = observed.get("value")
     tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
-    flat = _flat_pair(value, reference)
+    flat = None if spread is not None else _flat_pair(value, reference)
     if flat is not None:
         return {"reference": flat[1] if type(reference) is list else flat[1][0], **_compare_flat(*flat, tol),
                 "rtol": tol.rtol, "atol": tol.atol}
@@ -65,20 +73,36 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
             return result
         result["shape_note"] = f"shape {list(obs.shape)}, reference {list(ref.shape)}"
         obs = obs.reshape(ref.shape)
-    result.update(_compare_arrays(obs, ref, tol), rtol=tol.rtol, atol=tol.atol)
+    allowance = None
+    if spread is not None:
+        allowance = SPREAD_FACTOR * np.asarray(spread, dtype=np.float64)
+        if allowance.size != ref.size:
+            allowance = None
+        else:
+            allowance = allowance.reshape(ref.shape)
+    result.update(_compare_arrays(obs, ref, tol, allowance), rtol=tol.rtol, atol=tol.atol)
+    if allowance is not None:
+        result["float32_spread"] = float(np.max(allowance, initial=0.0)) / SPREAD_FACTOR
+        if result["ok"] and not _compare_arrays(obs, ref, tol)["ok"]:
+            result["note"] = (f"within float32 rounding of the reference: the program computed in float32 moves "
+                              f"it by up to {result['float32_spread']:.3g} (the error may be {SPREAD_FACTOR:g} times "
+                              f"that), as every float32 program with these values does")
     return result
 
 
-def _compare_arrays(obs: np.ndarray, ref: np.ndarray, tol: Tolerance) -> dict[str, Any]:
+def _compare_arrays(obs: np.ndarray, ref: np.ndarray, tol: Tolerance,
+                    allowance: np.ndarray | None = None) -> dict[str, Any]:
     """Whether *obs* is close to *ref* (``np.isclose``, NaN equal to NaN, finite only where *ref* is), and
-    the largest absolute and relative errors (0 where both are the same NaN or infinity)."""
+    the largest absolute and relative errors (0 where both are the same NaN or infinity).  *allowance*:
+    an error each element may have beyond the tolerance."""
     with np.errstate(invalid="ignore", over="ignore"):
         abs_err = np.abs(obs - ref)
         same_special = (np.isnan(obs) & np.isnan(ref)) | (np.isinf(obs) & (obs == ref))
         abs_err = np.where(same_special, 0.0, abs_err)
         with np.errstate(divide="ignore"):
             rel_err = np.where(ref != 0, abs_err / np.abs(ref), np.where(abs_err == 0, 0.0, np.inf))
-        close = np.isclose(obs, ref, rtol=tol.rtol, atol=tol.atol, equal_nan=True) & (
+        atol = tol.atol if allowance is None else tol.atol + allowance
+        close = np.isclose(obs, ref, rtol=tol.rtol, atol=atol, equal_nan=True) & (
             np.isfinite(obs) == np.isfinite(ref))
     return {"ok": bool(close.all()), "max_abs_error": float(np.nan_to_num(abs_err, nan=np.inf).max(initial=0.0)),
             "max_rel_error": float(np.nan_to_num(rel_err, nan=np.inf).max(initial=0.0))}
@@ -120,11 +144,12 @@ def _compare_flat(obs: list[float], ref: list[float], tol: Tolerance) -> dict[st
 
 
 def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] | None,
-             reference_error: str | None) -> tuple[str, dict[str, Any]]:
-    """The outcome of one cell and the details that explain it."""
+             reference_error: str | None, spread: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """The outcome of one cell and the details that explain it.  *spread*: how far float32 arithmetic
+    can move each reference observation (float32 observations may be that much farther from it)."""
     status = reply["status"]
     details: dict[str, Any] = {}
-    for key in ("warnings", "native_output"):
+    for key in ("warnings", "ignored_warnings", "native_output"):
         if reply.get(key):
             details[key] = reply[key]
     if status in ("skipped", "unsupported", "crash", "timeout", "error"):
@@ -139,7 +164,7 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
         return "error", details
     assert reference is not None
     observations = reply.get("observations", [])
-    details["observations"] = judged = _judge(case, observations, reference)
+    details["observations"] = judged = _judge(case, observations, reference, spread or {})
     errors = [o for o in judged if o.get("ok") is False]
     if errors:
         details["max_error"] = max(_error_size(o) for o in errors)
@@ -174,7 +199,15 @@ def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any]) -> list[dict]:
+def misses_in_float32(details: Mapping[str, Any]) -> bool:
+    """Whether a float32 observation missed the float64 reference: then the cell is judged again with the
+    float32 spread of the reference (:func:`compare`), which most cells never need."""
+    return any(o.get("ok") is False and o.get("judged_by") == "reference" and o.get("dtype") == "float32"
+               for o in details.get("observations", ()))
+
+
+def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any],
+           spread: Mapping[str, Any]) -> list[dict]:
     judged = []
     expected = case.expected or {}
     by_number = case.steps_by_number
@@ -186,7 +219,8 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
             if step.name in expected:
                 entry.update(compare(obs, expected[step.name], case.tolerance), judged_by="expected")
             elif obs["name"] in reference:
-                entry.update(compare(obs, reference[obs["name"]], case.tolerance), judged_by="reference")
+                allowance = spread.get(obs["name"]) if obs.get("dtype") == "float32" else None
+                entry.update(compare(obs, reference[obs["name"]], case.tolerance, allowance), judged_by="reference")
             if memory_case:  # values in memory cases are evidence, not verdicts
                 entry["matches_reference"] = entry.pop("ok", None)
         elif step is not None and step.op == "observe" and OBSERVATIONS[step.kind].judged:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from conformance.case.load import Case, Step
 
-__all__ = ["Machine", "ReferenceFailure", "ReferenceLimit", "ReferenceResult", "Tensor", "Node", "run_reference",
+__all__ = ["Float32Rounding", "Machine", "ReferenceFailure", "SPREAD_RUNS", "float32_spread", "ReferenceLimit", "ReferenceResult", "Tensor", "Node", "run_reference",
            "observation_key", "unbroadcast", "held_grad", "zero_grad", "release_grad"]
 
 _ids = itertools.count()
@@ -200,12 +201,43 @@ class ReferenceResult:
     observations: dict[str, np.ndarray | None]
 
 
-def run_reference(case: Case, time_limit: float = 60.0) -> ReferenceResult:
+def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None) -> ReferenceResult:
     """Interpret *case*; raise ReferenceFailure if it cannot, or if it has not finished
-    within *time_limit* seconds (a case may loop for ever)."""
-    machine = Machine(time.monotonic() + time_limit)
+    within *time_limit* seconds (a case may loop for ever).  With *rounding*, every value is rounded as
+    float32 arithmetic rounds it (:func:`float32_spread`)."""
+    machine = Machine(time.monotonic() + time_limit, rounding)
     machine.run(case.steps)
     return ReferenceResult(machine.observations)
+
+
+#: Runs of the program in float32 behind :func:`float32_spread`: rounded to nearest, then stochastically.
+SPREAD_RUNS = 5
+
+
+def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 60.0) -> dict[str, np.ndarray | None]:
+    """How far float32 arithmetic can move each observation of *case* from its float64 reference: the
+    largest distance, element by element, over runs of the program with every value rounded to float32
+    (to nearest, then up or down at random, seeded by the case's id so a verdict is reproducible).
+
+    An ill-conditioned value (``cos`` of a large argument, ``1 - tanh(x)**2`` at large ``x``) moves by
+    far more than the default tolerance when its inputs are rounded, as every float32 program computing
+    it does; a wrong value from an in-place hazard moves by the size of the hazard."""
+    deadline = time.monotonic() + time_limit
+    rng = np.random.default_rng(zlib.crc32(case.id.encode("utf-8")))
+    spread: dict[str, np.ndarray | None] = {}
+    for run in range(SPREAD_RUNS):
+        rounded = run_reference(case, max(deadline - time.monotonic(), 0.001),
+                                Float32Rounding(rng if run else None)).observations
+        for key, exact in reference.observations.items():
+            value = rounded.get(key)
+            if exact is None or value is None or np.shape(value) != np.shape(exact):
+                spread.setdefault(key, None)
+                continue
+            with np.errstate(invalid="ignore"):
+                distance = np.nan_to_num(np.abs(np.asarray(value, dtype=np.float64) - exact), nan=0.0, posinf=0.0)
+            previous = spread.get(key)
+            spread[key] = distance if previous is None else np.maximum(previous, distance)
+    return spread
 
 
 def observation_key(name: str, loop: Sequence[int]) -> str:
@@ -269,11 +301,38 @@ def _copy_slices(base: Node, base_shape: tuple[int, ...], rel: np.ndarray, new: 
 Operand = "Tensor | float | int"
 
 
+class Float32Rounding:
+    """Each value the program computes rounded to float32: to the nearest float32 (the arithmetic of
+    a float32 program), or, given a random generator, up or down at random (stochastic rounding: the
+    spread of several such runs says how far float32 arithmetic can move each result of the program).
+
+    The ops still compute in float64, each on operands that are float32 values; a framework's float32
+    kernels are correctly rounded or within an ulp or two of it, so a run of this machine is one of the
+    results a float32 program with these value semantics can give."""
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        self.rng = rng
+
+    def __call__(self, value: Any) -> np.ndarray:
+        value = np.asarray(value)
+        if value.dtype.kind != "f":
+            return value
+        nearest = value.astype(np.float32)
+        if self.rng is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                exact = nearest.astype(np.float64) == value
+                other = np.nextafter(nearest, np.where(nearest < value, np.float32(np.inf), np.float32(-np.inf)))
+                nearest = np.where(exact | (self.rng.random(value.shape) < 0.5), nearest, other)
+        return np.asarray(nearest, dtype=np.float64)
+
+
 class Machine:
     """The reference's state while it interprets a case: names, grad mode, observations."""
 
-    def __init__(self, deadline: float = float("inf")) -> None:
+    def __init__(self, deadline: float = float("inf"), rounding: Float32Rounding | None = None) -> None:
         self.deadline = deadline
+        #: None for the reference itself (float64); a rounding to say what float32 arithmetic does
+        self.round: Callable[[Any], np.ndarray] = rounding or (lambda value: value)
         self.env: dict[str, Any] = {}
         self.counters: dict[str, int] = {}
         self.loop: tuple[int, ...] = ()
@@ -335,7 +394,7 @@ class Machine:
         values = [self.operand_value(a) if isinstance(a, (str, int, float)) else a.value.astype(np.float64)
                   for a in args]
         value, vjps = fn(*values)
-        value = np.asarray(value, dtype=np.float64)
+        value = self.round(np.asarray(value, dtype=np.float64))
         if not self.grad_enabled:
             return value, Node(value.shape)
         parents = []
@@ -354,7 +413,7 @@ class Machine:
     def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
-        values = np.broadcast_to(np.asarray(value), tensor.shape).reshape(-1).astype(data.dtype)
+        values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
         if tensor.start is not None:  # in order, one after another: every element lands
             data[tensor.start:tensor.start + values.size] = values
             self._record_write(tensor, node)
@@ -411,10 +470,11 @@ class Machine:
                 if leaf.grad is None:
                     leaf.grad = grad.copy()
                 else:  # in place: a gradient held in a name (held_grad) sees the sum
-                    leaf.grad += grad
+                    leaf.grad[...] = self.round(leaf.grad + grad)
             for parent, vjp in current.parents:
-                contribution = np.asarray(vjp(grad), dtype=np.float64).reshape(parent.shape)
-                grads[parent.id] = grads[parent.id] + contribution if parent.id in grads else contribution
+                contribution = self.round(np.asarray(vjp(grad), dtype=np.float64)).reshape(parent.shape)
+                grads[parent.id] = (self.round(grads[parent.id] + contribution) if parent.id in grads
+                                    else contribution)
 
     def record(self, step: Step, value: np.ndarray | None) -> None:
         self.observations[observation_key(step.name, self.loop)] = value

@@ -32,11 +32,17 @@ def _jsonable(value: np.ndarray | None) -> Any:
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The reference observations of the request's case; with ``"spread": true``, instead, how far float32
+    arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`)."""
     from conformance.case.load import case_from_message
-    from conformance.judge.reference import ReferenceFailure, ReferenceLimit, run_reference
+    from conformance.judge.reference import ReferenceFailure, ReferenceLimit, float32_spread, run_reference
 
+    limit = float(request.get("time_limit", 60))
     try:
-        result = run_reference(case_from_message(request), time_limit=float(request.get("time_limit", 60)))
+        case = case_from_message(request)
+        result = run_reference(case, time_limit=limit)
+        if request.get("spread"):
+            return {"status": "ok", "spread": {k: _jsonable(v) for k, v in float32_spread(case, result, limit).items()}}
     except ReferenceFailure as exc:
         return {"status": "failed", "message": str(exc)}
     except ReferenceLimit as exc:

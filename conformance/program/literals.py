@@ -32,5 +32,7 @@ def literal(value: Any) -> str:
 
 
 def comment(text: str) -> str:
-    """A one-line comment: line breaks in *text* are folded, so it cannot end early."""
-    return "# " + _LINE_BREAKS.sub(" ", str(text))
+    """A one-line comment: line breaks in *text* are folded, so it cannot end early, and characters that
+    are not printable (a terminal's escape sequences, bidirectional overrides) are spelled as escapes."""
+    folded = _LINE_BREAKS.sub(" ", str(text))
+    return "# " + "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in folded)

@@ -21,7 +21,7 @@ from conformance.records.explain import explain
 from conformance.records.record import EAGER, Column, Record, as_record
 from conformance.records.results import latest_by_cell
 
-__all__ = ["Baselines", "summarize", "entries_match"]
+__all__ = ["BaselineError", "Baselines", "summarize", "entries_match"]
 
 
 def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
@@ -45,8 +45,40 @@ def entries_match(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return dict(old) == dict(new)
 
 
-def _load_json(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+class BaselineError(Exception):
+    """A baseline file that cannot be read as one: which file, and what is wrong with it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"baseline file {path} cannot be read: {problem}; mend it, or rerun with "
+                         f"--update-baselines, which rewrites it and keeps its bytes beside it")
+        self.path, self.problem = path, problem
+
+
+def _load_json(path: Path, foreign_ok: bool = False) -> dict[str, Any] | None:
+    """A baseline file's content, None when there is none; :class:`BaselineError` when it is not one.
+    *foreign_ok*: None for a JSON object that is no baseline at all (neither 'cells' nor 'framework'), a
+    file of something else kept in the folder; a damaged baseline is still an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(path, str(getattr(exc, "strerror", None) or exc)) from None
+    try:
+        content = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(path, f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if isinstance(content, dict) and not {"cells", "framework"} & set(content) and not foreign_ok:
+        raise BaselineError(path, "not a baseline (a JSON object with a 'cells' object)")
+    if isinstance(content, dict) and not {"cells", "framework"} & set(content):
+        return None  # a JSON file of something else beside the baselines: not ours to judge
+    if not isinstance(content, dict) or not isinstance(content.get("cells"), dict):
+        raise BaselineError(path, "not a baseline (a JSON object with a 'cells' object)")
+    bad = next((case for case, entry in content["cells"].items()
+                if not isinstance(entry, dict) or not isinstance(entry.get("outcome"), str)), None)
+    if bad is not None:
+        raise BaselineError(path, f"the entry of {bad!r} has no outcome")
+    return content
 
 
 class Baselines:
@@ -96,8 +128,15 @@ class Baselines:
         self._cache.pop(str(path), None)
         return path
 
+    def check_files(self) -> None:
+        """Read every baseline file in the folder: :class:`BaselineError` for the first that is not one."""
+        for path in sorted(self.directory.glob("*.json")):
+            _load_json(path, foreign_ok=True)
+
     def update(self, records: Iterable[Record | Mapping[str, Any]]) -> list[Path]:
-        """Record the outcome of every cell in *records*, keeping the entries of cases that did not run."""
+        """Record the outcome of every cell in *records*, keeping the entries of cases that did not run.
+        An unreadable baseline file is rewritten with this run's cells; its bytes are kept beside it
+        (``NAME.json.unreadable``), never lost."""
         columns: dict[Column, dict[str, Any]] = {}
         for (case, column), record in latest_by_cell(records).items():
             columns.setdefault(column, {})[case] = summarize(record)
@@ -105,7 +144,12 @@ class Baselines:
         self.directory.mkdir(parents=True, exist_ok=True)
         for column, cells in sorted(columns.items()):
             self._cache.pop(str(self.file(column)), None)
-            kept = dict((self.load(column) or {}).get("cells", {}))
+            try:
+                kept = dict((self.load(column) or {}).get("cells", {}))
+            except BaselineError:
+                path = self.file(column)
+                path.replace(_free_name(path.with_name(path.name + ".unreadable")))
+                kept = {}
             written.append(self._write(column, {**kept, **cells}))
         return written
 
@@ -114,9 +158,9 @@ class Baselines:
         known = set(known_case_ids)
         removed: list[tuple[Path, str]] = []
         for path in sorted(self.directory.glob("*.json")):
-            content = _load_json(path)
-            if not isinstance(content, dict) or not isinstance(content.get("cells"), dict):
-                continue  # not a baseline file
+            content = _load_json(path, foreign_ok=True)
+            if content is None:
+                continue
             gone = sorted(set(content["cells"]) - known)
             if not gone:
                 continue
@@ -138,3 +182,12 @@ class Baselines:
             for case in sorted(set(baseline["cells"]) - cases if baseline else ()):
                 stale.append(f"{self.file(column)}: {case}")
         return stale
+
+
+def _free_name(path: Path) -> Path:
+    """*path*, or *path* with a number added, whichever does not exist yet."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate

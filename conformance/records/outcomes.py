@@ -23,4 +23,10 @@ LABELS = {
 
 
 def badge(outcome: str) -> str:
-    return f"{SYMBOLS.get(outcome, '?')} {outcome}"
+    """An outcome as reports show it; an outcome this version does not know (read from a results file)
+    is shown with its markdown specials escaped, so it cannot become markup."""
+    if outcome in SYMBOLS:
+        return f"{SYMBOLS[outcome]} {outcome}"
+    from conformance.report.markdown import text
+
+    return f"? {text(outcome)}"

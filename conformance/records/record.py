@@ -9,6 +9,7 @@ nowhere else.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 __all__ = ["Record", "Column", "RaisedException", "RecordError", "RAISE_KINDS", "EAGER", "version_key",
-           "as_record"]
+           "as_record", "slim"]
 
 #: What a raise is about: an autograd safety check (version counter, leaf, view), an argument or API
 #: rejection (TypeError, wrong argument form, missing attribute), or anything else.  Records written
@@ -215,6 +216,27 @@ class Record:
     @property
     def signal(self) -> Any:
         return self.details.get("signal") or None
+
+
+#: What :func:`slim` keeps of a record's details: enough for a summary, a baseline entry and the counts.
+_SLIM_DETAILS = ("reason", "correct")
+_SLIM_EXCEPTION = ("type", "kind", "phase")
+
+
+def slim(value: Record | Mapping[str, Any]) -> Record:
+    """What the end of a run keeps of a cell it ran (the summary, the baseline entry, the counts, the
+    stale entries): the cell and its outcome, a few hundred bytes, whatever the cell observed."""
+    data = value.to_dict() if isinstance(value, Record) else value
+    details = data.get("details") or {}
+    kept = {key: details[key] for key in _SLIM_DETAILS if key in details}
+    exception = details.get("exception")
+    if isinstance(exception, Mapping):
+        kept["exception"] = {key: exception[key] for key in _SLIM_EXCEPTION if key in exception}
+    text = sys.intern
+    return Record(case=text(data["case"]), framework=text(data["framework"]),
+                  framework_version=text(data["framework_version"]), device=text(data["device"]),
+                  outcome=text(data["outcome"]), topic=data.get("topic") and text(data["topic"]),
+                  mode=text(data.get("mode") or EAGER), details=kept)
 
 
 def as_record(value: Record | Mapping[str, Any]) -> Record:

@@ -2,7 +2,7 @@
 
 Each record is appended in one write as its cell ends, so an interrupted run
 keeps every record it wrote; pytest-xdist workers sharing one file also take
-an exclusive lock for each write.  Reading is strict: a line that
+an exclusive record lock (``lockf``) for each write.  Reading is strict: a line that
 is not a record (malformed, truncated, or JSON of another shape) is a
 :class:`ResultsError` naming the file and line, never skipped, because a report
 or diff built on a silently shortened file states false facts.
@@ -59,15 +59,15 @@ class ResultsFile:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        if self.shared:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if self.shared:  # a record lock: the run's own lock on the file (an flock, outputs.py) is another kind
+            fcntl.lockf(self._fd, fcntl.LOCK_EX)
         try:
             view = memoryview(data)
             while view:  # a write to a regular file takes it all; a short one is finished, never lost
                 view = view[os.write(self._fd, view):]
         finally:
             if self.shared:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
         return written
 
     def close(self) -> None:
@@ -82,7 +82,7 @@ class ResultsFile:
         self.close()
 
 
-def _parsed(path: Path) -> Iterator[tuple[dict[str, Any], Record]]:
+def _parsed(path: Path, torn_ok: bool = False) -> Iterator[tuple[dict[str, Any], Record]]:
     try:
         with open(path, "rb") as handle:
             lines = handle.read().split(b"\n")
@@ -97,6 +97,8 @@ def _parsed(path: Path) -> Iterator[tuple[dict[str, Any], Record]]:
         except UnicodeDecodeError:
             raise ResultsError(path, number, "not UTF-8 text") from None
         except json.JSONDecodeError as exc:
+            if number - 1 == torn and torn_ok:
+                continue  # a record an interrupted write cut short: its cell runs again
             if number - 1 == torn:
                 raise ResultsError(path, number, "truncated record at the end of the file (the run that wrote "
                                                  "it may have been interrupted); remove the line or rerun") from None
@@ -118,10 +120,11 @@ def load_records(paths: Iterable[Path | str]) -> list[Record]:
     return list(iter_records(paths))
 
 
-def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
-    """Every record in *paths* in its JSON form, checked like :func:`iter_records`."""
+def read_records(paths: Iterable[Path | str], torn_ok: bool = False) -> Iterator[dict[str, Any]]:
+    """Every record in *paths* in its JSON form, checked like :func:`iter_records`; *torn_ok*: a last line
+    without its newline that is not a whole record is passed over (a resumed run cuts it)."""
     for path in paths:
-        for data, _ in _parsed(Path(path)):
+        for data, _ in _parsed(Path(path), torn_ok):
             yield data
 
 

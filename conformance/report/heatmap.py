@@ -12,7 +12,7 @@ from typing import Iterable
 from conformance.records.outcomes import ORDER
 from conformance.records.record import Record
 from conformance.records.results import latest_by_cell
-from conformance.report.output import OutputError, prepare
+from conformance.outputs import OutputError, prepare
 
 __all__ = ["COLOURS", "write_heatmap"]
 

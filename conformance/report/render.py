@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -34,11 +35,12 @@ class VersionRange:
     since: bool  # the range reaches the newest version present, and more than one version is present
 
     def __str__(self) -> str:
+        outcome, first, last = text(self.outcome), text(self.first), text(self.last)
         if self.since:
-            return f"{self.outcome} since {self.first}"
+            return f"{outcome} since {first}"
         if self.first == self.last:
-            return f"{self.outcome} in {self.first}"
-        return f"{self.outcome} in {self.first}–{self.last}"
+            return f"{outcome} in {first}"
+        return f"{outcome} in {first}–{last}"
 
 
 def version_ranges(outcomes: Mapping[str, str | None], versions: Iterable[str] | None = None) -> list[VersionRange]:
@@ -138,7 +140,9 @@ def _display_path(path: str, relative_to: Path | None) -> str:
     if relative_to is None:
         return code(shown)
     link = Path(os.path.relpath(target.resolve(), relative_to.resolve())).as_posix()
-    return f"[{code(shown)}]({link})"
+    # Percent-encoded, and always relative ("./" first): a file name cannot close the link, add markup
+    # or become a link of another scheme ("javascript:").
+    return f"[{code(shown)}](./{urllib.parse.quote(link, safe='/')})"
 
 
 class _Matrix:
@@ -171,7 +175,7 @@ def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) 
     for source in sources:
         info = source.run_info
         rows.append([code(source.path), str(source.records),
-                     ", ".join(c.label for c in source.columns) or "none"]
+                     ", ".join(text(c.label) for c in source.columns) or "none"]
                     + [text(", ".join(info.get(k, [])) or "–") for k in _INFO_KEYS])
     lines += table(["results file", "records", "columns", "Python", "OS", "CPU", "GPU", "NumPy",
                     "cases revision"], rows)
@@ -211,13 +215,13 @@ def _matrix_table(matrix: _Matrix, columns: Sequence[Column] | None = None, head
     rows.append(["total"] + [str(sum(counts[c].values())) for c in columns])
     lines = [heading, ""] + ([intro, ""] if intro else [])
     if columns:
-        lines += table(["case"] + [c.label for c in columns], rows)
+        lines += table(["case"] + [text(c.label) for c in columns], rows)
     else:
         lines.append("No column has a cell that ran.")
     if matrix.skipped:
         lines.append("")
     for column, reasons in sorted((c, r) for c, r in matrix.skipped.items() if (c.mode == EAGER) != bool(intro)):
-        lines.append(f"- {SYMBOLS['skipped']} {column.label}: every cell skipped: "
+        lines.append(f"- {SYMBOLS['skipped']} {text(column.label)}: every cell skipped: "
                      + "; ".join(text(r) for r in reasons))
     return lines + [""]
 

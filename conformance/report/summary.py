@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping
 from conformance.records.outcomes import LABELS, SYMBOLS, badge
 from conformance.records.record import Column, Record, as_record
 from conformance.records.results import latest_by_cell
+from conformance.report.markdown import code, table, text
 
 __all__ = ["column_name", "render_summary", "write_summary"]
 
@@ -25,12 +26,11 @@ def render_summary(records: Iterable[Record | Mapping[str, Any]]) -> str:
     columns = sorted(c for c in by_column if c not in skipped)
     cases = sorted({(r.topic or "", r.case) for r in cells.values()})
     lines = ["# Conformance summary", ""]
-    if columns:
-        lines += ["| case | " + " | ".join(c.label for c in columns) + " |", "|---|" + "---|" * len(columns)]
-    for topic, case in cases if columns else ():
-        row = [badge(cells[(case, c)].outcome) if (case, c) in cells else "" for c in columns]
-        lines.append(f"| {topic}/`{case}` | " + " | ".join(row) + " |")
-    lines += [f"- {SYMBOLS['skipped']} {column.label}: every cell skipped: {reason}"
+    rows = [[f"{text(topic)}/{code(case)}"] + [badge(cells[(case, c)].outcome) if (case, c) in cells else ""
+                                               for c in columns] for topic, case in cases]
+    if columns:  # every name and label escaped: a folder or a version may hold any character
+        lines += table(["case"] + [text(c.label) for c in columns], rows)
+    lines += [f"- {SYMBOLS['skipped']} {text(column.label)}: every cell skipped: {text(reason)}"
               for column, reason in sorted(skipped.items())]
     lines += ["", "Legend: " + "; ".join(f"{SYMBOLS[o]} {o}: {LABELS[o]}" for o in SYMBOLS), ""]
     return "\n".join(lines)

@@ -47,7 +47,8 @@ from collections import deque
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
-           "parent_lines", "scratch_folder", "WORKER_MODULE", "REFERENCE_SERVICE", "REFERENCE_MODULE"]
+           "parent_lines", "program_folder_prefix", "remove_orphaned_program_folders", "scratch_folder",
+           "WORKER_MODULE", "REFERENCE_SERVICE", "REFERENCE_MODULE"]
 
 STARTUP_TIMEOUT = 300.0
 WORKER_MODULE = "conformance.workers.worker"
@@ -73,6 +74,37 @@ def scratch_folder() -> str | None:
     costs on a disk's journal), else the system's temporary folder (None)."""
     folder = "/dev/shm"
     return folder if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) else None
+
+
+#: What a folder of a worker's programs is called: the pid of the process that made it comes first, so a
+#: folder whose maker is gone (killed with SIGKILL, which nothing can clean up after) is known for one.
+_PROGRAMS_PREFIX = "conformance-programs-"
+
+
+def program_folder_prefix(framework: str) -> str:
+    return f"{_PROGRAMS_PREFIX}{os.getpid()}-{framework}-"
+
+
+def remove_orphaned_program_folders() -> list[str]:
+    """Remove the program folders whose maker no longer runs (a run killed with SIGKILL leaves its
+    workers' folders behind); return what was removed.  Folders of running processes are left alone."""
+    removed = []
+    for folder in dict.fromkeys(filter(None, (scratch_folder(), tempfile.gettempdir()))):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            pid = entry.name[len(_PROGRAMS_PREFIX):].split("-", 1)[0]
+            if not entry.name.startswith(_PROGRAMS_PREFIX) or not pid.isdigit() or _running(int(pid)):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(entry.path)
+            except OSError:
+                continue
+    return removed
 
 
 class WorkerCrashed(Exception):
@@ -169,7 +201,7 @@ class Worker:
         env.setdefault("GLOG_minloglevel", "0")
         env[PARENT_PID_ENV] = str(os.getpid())
         env[PDEATHSIG_ENV] = "1" if threading.current_thread() is threading.main_thread() else "0"
-        self.programs = env[PROGRAMS_ENV] = tempfile.mkdtemp(prefix=f"conformance-programs-{framework}-",
+        self.programs = env[PROGRAMS_ENV] = tempfile.mkdtemp(prefix=program_folder_prefix(framework),
                                                              dir=scratch_folder())
         self.spawned = time.monotonic()
         self.process = subprocess.Popen(
@@ -294,23 +326,31 @@ class Worker:
             self._stop_writing = True
         self._writer_due.set()
 
-    def _deadline(self) -> tuple[float, Ticket | None] | None:
-        """When the worker must have answered next (startup, or its running cell), and for which ticket."""
+    def _deadline(self, receiving: float | None) -> tuple[float, Ticket | None] | None:
+        """When the worker must have answered next (startup, or its running cell), and for which ticket.
+
+        *receiving*: when the last bytes of a reply not yet complete arrived.  A worker that has begun
+        its reply has finished its cell; only the transfer is left (a reply of many large observations
+        takes seconds to read), so from then on the deadline counts from the last bytes received: a
+        transfer that makes progress is never a timeout, one that stalls still is."""
         with self.lock:
             if self._hello is None:
                 return self.spawned + STARTUP_TIMEOUT, self.queue[0] if self.queue else None
             if self.queue and self.queue[0].started is not None:
                 head = self.queue[0]
-                return head.started + head.timeout, head
+                start = head.started if receiving is None else max(head.started, receiving)
+                return start + head.timeout, head
         return None
 
     def _read_replies(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
-        buffer = b""
+        buffer = bytearray()  # appended to in place and cut once per line: linear in the reply's size
+        scanned = 0  # bytes of the buffer already searched for a line's end
+        receiving: float | None = None
         while True:
-            due = self._deadline()
+            due = self._deadline(receiving)
             if due is not None and time.monotonic() >= due[0]:
                 self._expire(due[1])
                 due = None
@@ -321,16 +361,21 @@ class Worker:
             if not ready:
                 continue
             try:
-                chunk = os.read(fd, 1 << 16)
+                chunk = os.read(fd, 1 << 20)
             except OSError:
                 chunk = b""
             if not chunk:
                 break
             buffer += chunk
-            while b"\n" in buffer:
-                line, _, buffer = buffer.partition(b"\n")
+            start = 0
+            while (end := buffer.find(b"\n", max(scanned, start))) >= 0:
+                line = bytes(buffer[start:end])
+                start = scanned = end + 1
                 if not self._take(line):
                     self._kill()
+            del buffer[:start]
+            scanned = len(buffer)
+            receiving = time.monotonic() if buffer else None
         self._died()
 
     def _take(self, line: bytes) -> bool:
@@ -463,7 +508,12 @@ class Worker:
 class WorkerPool:
     """At most one live worker per name (a framework, or the reference service) in this process."""
 
+    _swept = False  # orphaned program folders are looked for once per process
+
     def __init__(self) -> None:
+        if not WorkerPool._swept:
+            WorkerPool._swept = True
+            remove_orphaned_program_folders()
         self.workers: dict[str, Worker] = {}
         self.modules: dict[str, str] = {}
         self.lock = threading.RLock()

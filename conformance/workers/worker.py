@@ -32,7 +32,8 @@ from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
-from conformance.workers.pool import PROGRAMS_ENV, scratch_folder
+from conformance.workers.faults import MEMORY_ENV, apply_memory_limit, memory_limit, out_of_memory
+from conformance.workers.pool import PROGRAMS_ENV, program_folder_prefix, scratch_folder
 
 __all__ = ["main"]
 
@@ -51,35 +52,57 @@ class _Run:
         self.step = 0
         self.iteration: list[int] = []
         self.observations: list[dict[str, Any]] = []
-        self.warning_log: list[warnings.WarningMessage] = []
-        self.warnings: list[dict[str, Any]] = []
-        self.attributed = 0
+        self.warnings: list[dict[str, Any]] = []  # raised by the case's own steps: they decide ``warns``
+        self.ignored_warnings: list[dict[str, Any]] = []  # raised by something else, with why
+        self.reading = False  # the harness is reading an observation
         self.addresses: dict[str, list[int] | None] = {}
         self.phase: str | None = None  # "compiled": the running step is a call of a compiled function
 
     def mark(self, number: int, iteration: tuple[int, ...] = (), phase: str | None = None) -> None:
-        self.attribute()
         self.step = number
         self.iteration = list(iteration)
         self.phase = phase
 
-    def attribute(self) -> None:
-        for w in self.warning_log[self.attributed:]:
-            self.warnings.append({"step": self.step, "category": w.category.__name__,
-                                  "message": str(w.message)})
-        self.attributed = len(self.warning_log)
+    def warned(self, message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None,
+               line: Any = None) -> None:
+        """``warnings.showwarning`` while the case runs: called where the warning is raised, so the
+        stack says whether the case's own step raised it."""
+        entry = {"step": self.step, "category": category.__name__, "message": str(message)}
+        why = self._not_the_cases(sys._getframe(1), str(message))
+        if why is None:
+            self.warnings.append(entry)
+        else:
+            self.ignored_warnings.append(dict(entry, why=why))
+
+    def _not_the_cases(self, frame: Any, message: str) -> str | None:
+        """Why a warning is not one the case's own steps raised (None when it is)."""
+        if self.reading:
+            return "raised while the harness read an observation"
+        if self.step == 0:
+            return "raised before the case's first step, while the program set itself up"
+        while frame is not None:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                return ("raised while a module was imported: a lazy import warns once per process, so "
+                        "counting it would make an outcome depend on the order of the cells")
+            frame = frame.f_back
+        return self.adapter.machinery_warning(message)
 
     def observe(self, key: str, kind: str, getter: Callable[[], Any], transposed: bool,
                 since: str | None = None) -> None:
         obj = getter()  # the framework's own action: an exception here is the framework's
+        reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
+        if reads == "array" and obj is not None and self.adapter.is_tensor(obj):
+            obj = self.adapter.read_values(obj)  # as a user of the framework reads them: theirs too
+        self.reading = True
         try:
             record = {"name": key, "kind": kind, "step": self.step}
-            reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
             record.update(self.read(key, reads, obj, transposed, since))
         except HarnessFault:
             raise
         except Exception as exc:
             raise HarnessFault(f"reading observation {key!r}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self.reading = False
         self.observations.append(record)
 
     def read(self, key: str, reads: str, obj: Any, transposed: bool, since: str | None) -> dict[str, Any]:
@@ -88,7 +111,9 @@ class _Run:
                 return {"value": None}
             if isinstance(obj, np.generic):  # a NumPy scalar (an array indexed to one element) is a 0-d value
                 obj = np.asarray(obj)
-            array = obj if isinstance(obj, np.ndarray) else self.adapter.to_numpy(obj)
+            if not isinstance(obj, np.ndarray):
+                raise HarnessFault(f"observation {key!r} is a {type(obj).__name__}, not an array or a tensor")
+            array = obj
             if array.size > MAX_OBSERVED_ELEMENTS:
                 raise HarnessFault(f"observation {key!r} has {array.size} elements; the harness reads at "
                                    f"most {MAX_OBSERVED_ELEMENTS} per observation")
@@ -179,9 +204,9 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
                                  "_step": run.mark, "_observe": run.observe}
     reply: dict[str, Any] = {"status": "completed"}
     started = time.perf_counter()
-    with _CapturedOutput() as output, warnings.catch_warnings(record=True) as log:
+    with _CapturedOutput() as output, warnings.catch_warnings():
         warnings.simplefilter("always")
-        run.warning_log = log
+        warnings.showwarning = run.warned
         try:
             exec(compile(program.source, filename, "exec"), namespace)
         except HarnessFault as exc:
@@ -196,9 +221,10 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
                     reply = {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, "
                              f"which {adapter.name} {adapter.version} does not have: a fault of the {adapter.name} "
                              f"adapter"}
-        run.attribute()
     reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
                  run_seconds=time.perf_counter() - started)
+    if run.ignored_warnings:
+        reply["ignored_warnings"] = run.ignored_warnings
     return reply
 
 
@@ -208,7 +234,7 @@ def _sources_folder() -> str:
     folder = os.environ.get(PROGRAMS_ENV, "")
     if folder and os.path.isdir(folder):
         return folder
-    folder = tempfile.mkdtemp(prefix="conformance-programs-", dir=scratch_folder())
+    folder = tempfile.mkdtemp(prefix=program_folder_prefix("worker"), dir=scratch_folder())
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
@@ -232,11 +258,21 @@ def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> d
                 f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
     type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
     message = str(exc)[:4000]
+    if out_of_memory(type_name, message):  # the machine's limit, not the framework's behaviour
+        limit = memory_limit()
+        return {"status": "error", "step": run.step,
+                "message": f"step {run.step} ran out of memory ({type_name}: {first_line(message)}); the worker "
+                           f"may write {f'{limit >> 20} MiB' if limit else 'without a limit'} ({MEMORY_ENV}): a limit "
+                           f"of the machine, not a behaviour of {adapter.name}"}
     exception = {"type": type_name, "message": message,
                  "kind": raise_kind(type_name, message, adapter.autograd_messages)}
     if run.phase == "compiled":  # the call of a compiled function: compiling it, or running it
         exception["phase"] = "compilation" if adapter.compile_failure(exc) else "compiled-call"
     return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": exception}
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:300]
 
 
 def _innermost_file(exc: BaseException) -> str | None:
@@ -268,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     from conformance.workers.pool import ParentLines, bind_to_parent  # the lifecycle contract
 
     bind_to_parent()  # before the framework import, which takes seconds: never outlive the parent
+    apply_memory_limit(memory_limit())  # a cell that needs more fails in its allocation, not by the OOM killer
     requests = ParentLines(sys.stdin.buffer)  # from now on, the parent closing stdin ends this process
     argv = sys.argv[1:] if argv is None else argv
     framework = argv[0]
