@@ -352,7 +352,7 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
     def floor_of(group: list[str], k: int) -> float:
         return sum(timings.seconds(f"floor {f} x{k}") for f in group)
 
-    print(f"\n== the floor (one interpreter per framework: import once, run every case's program) ==")
+    print("\n== the floor (one interpreter per framework: import once, run every case's program) ==")
     print(f"  figures: the median of {repeat} timing(s), [min-max] beside it")
     print(f"  bare interpreter start                {timings.seconds('python -c pass'):7.2f} s")
     for framework in frameworks:

@@ -23,16 +23,18 @@ import json
 import os
 import threading
 import time
-from collections import deque
+import weakref
+from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
 from conformance.judge.classify import classify, misses_in_float32
 from conformance.records.results import run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
+from conformance.workers.arrays import unpack
 from conformance.workers.faults import death_cause
 from conformance.workers.pool import (REFERENCE_MODULE, REFERENCE_SERVICE, Ticket, WorkerCrashed, WorkerPool,
                                        WorkerTimeout)
@@ -48,12 +50,35 @@ WINDOW = 4096
 REPLY_BYTES_AHEAD = 64 << 20
 
 Cell = tuple[Case, str, str, str]  # case, framework, device, mode
+V = TypeVar("V")
 
 
 @functools.lru_cache(maxsize=None)
 def _adapters() -> dict[str, Any]:
     """The registered adapters, looked up once per process (each lookup scans every entry point)."""
     return adapter_classes()
+
+
+class Recent(OrderedDict[str, V]):
+    """A mapping that keeps only its *size* most recently set or read entries."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __getitem__(self, key: str) -> V:
+        value = super().__getitem__(key)
+        self.move_to_end(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __setitem__(self, key: str, value: V) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
 
 
 def _case_key(case: Case) -> str:
@@ -66,8 +91,11 @@ class Engine:
         self.pool = pool or WorkerPool()
         self.timeout = timeout
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
-        self._references: dict[str, tuple[dict | None, str | None, str | None]] = {}
-        self._spreads: dict[str, tuple[dict | None, str | None]] = {}
+        # What is kept per case, for the most recent cases only (a case's cells run one after another; one
+        # asked for again after it left is computed again): the parent's memory stays flat in the cases.
+        self._references: Recent[tuple[dict | None, str | None, str | None]] = Recent(256)
+        self._spreads: Recent[tuple[dict | None, str | None]] = Recent(64)
+        self._messages: Recent[str] = Recent(256)
         self._reference_tickets: dict[str, tuple[Ticket, float]] = {}
         self._reference_sent: set[str] = set()
         self._wanted: SimpleQueue[Case] = SimpleQueue()  # cases a worker answered for: their reference is due
@@ -78,7 +106,7 @@ class Engine:
         self._counted: dict[int, tuple[str, int]] = {}  # ticket id -> (process, bytes) in those counts
         self._tickets: dict[tuple[str, str, str, str], Ticket] = {}
         self._sent: set[tuple[str, str, str, str]] = set()  # cells sent once, prefetched or asked for
-        self._case_keys: dict[int, tuple[Case, str]] = {}  # the key each case object is sent to workers under
+        self._case_keys: dict[int, tuple[weakref.ref, str]] = {}  # the key each live case is sent to workers under
         self._numbers = itertools.count(1)
         self._planned: dict[str, deque] = {}  # per framework: cells prefetch sends once the window has room
         self._ahead: dict[str, int] = {}  # per framework: cells sent and not yet taken
@@ -199,12 +227,17 @@ class Engine:
         return self._case_entry(case)[1]
 
     def _case_entry(self, case: Case) -> tuple[Case, str, str]:
-        """(case, its key, its message as JSON): encoded once, sent to each worker and the reference."""
+        """(case, its key, its message as JSON): the key made once per case object; the message encoded
+        once while the case's cells are being sent (to each worker and the reference), and kept for the
+        most recent cases only, so the parent's memory does not grow with the number of cases."""
         entry = self._case_keys.get(id(case))
-        if entry is None or entry[0] is not case:
-            entry = self._case_keys[id(case)] = (case, f"{next(self._numbers)}:{case.id}",
-                                                 json.dumps(case.to_message()))
-        return entry
+        if entry is None or entry[0]() is not case:
+            entry = self._case_keys[id(case)] = (weakref.ref(case), f"{next(self._numbers)}:{case.id}")
+            weakref.finalize(case, self._case_keys.pop, id(case), None)  # the engine never keeps a case alive
+        message = self._messages.get(entry[1])
+        if message is None:
+            message = self._messages[entry[1]] = json.dumps(case.to_message())
+        return case, entry[1], message
 
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
@@ -305,7 +338,7 @@ class Engine:
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
         if reply.get("status") == "ok":
-            return reply["observations"], None, None
+            return {name: unpack(value) for name, value in reply["observations"].items()}, None, None
         if reply.get("status") == "failed":
             return None, reply["message"], None
         return None, None, reply.get("message", "the reference service gave no answer")
@@ -325,7 +358,8 @@ class Engine:
                 reply = {"status": "limit", "message": f"the reference service failed ({exc})"}
             finally:
                 self._taken(ticket, REFERENCE_SERVICE)
-            self._spreads[key] = ((reply["spread"], None) if reply.get("status") == "ok"
+            self._spreads[key] = (({name: unpack(value) for name, value in reply["spread"].items()}, None)
+                                  if reply.get("status") == "ok"
                                   else (None, reply.get("message", "the reference service gave no answer")))
         return self._spreads[key]
 
@@ -344,23 +378,20 @@ class Engine:
                                                      f"(no module {cls.import_name!r})"}
         else:
             version = installed(framework)[1] or "unknown"
-            reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
+            try:
+                reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
+            except Exception as exc:  # noqa: BLE001 - a fault of the harness's own bookkeeping: one cell
+                reply = {"status": "error", "message": f"the harness could not run this cell: "
+                                                       f"{type(exc).__name__}: {exc}"}
             if seconds is not None:  # the cell's time: the worker's, from when it could begin it, then judging
                 started = time.perf_counter() - seconds
             if worker_info:
                 version = worker_info["framework_version"]
-        reference, reference_error = None, None
-        if reply["status"] in ("completed", "raised"):  # only a result needs judging
-            reference, reference_error, harness_error = self.reference(case)
-            if harness_error is not None:
-                reply = {"status": "error", "message": harness_error}
-        outcome, details = classify(case, reply, reference, reference_error)
-        if misses_in_float32(details):  # judged again, knowing what float32 arithmetic can do to the values
-            spread, why_not = self.spread(case)
-            if spread is not None:
-                outcome, details = classify(case, reply, reference, reference_error, spread=spread)
-            else:
-                details["float32_spread_unknown"] = why_not
+        try:
+            outcome, details = self._judge(case, reply)
+        except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
+            outcome, details = "error", {"message": f"the harness could not judge this cell: "
+                                                    f"{type(exc).__name__}: {exc}"}
         return {
             "case": case.id,
             "case_file": case.path,
@@ -378,9 +409,25 @@ class Engine:
             "run_info": self._run_info_of(case, worker_info, device),
         }
 
-    def _execute(self, case: Case, framework: str, device: str, mode: str) -> tuple[dict[str, Any], dict | None]:
-        reply, info, _ = self._execute_timed(case, framework, device, mode)
-        return reply, info
+    def _judge(self, case: Case, reply: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The outcome of a worker's reply: judged against the reference (and, for float32 values that miss
+        it, against what float32 arithmetic can do to it)."""
+        reference, reference_error = None, None
+        for observation in reply.get("observations") or ():
+            if "value" in observation:
+                observation["value"] = unpack(observation["value"])  # a large array came as its bytes
+        if reply["status"] in ("completed", "raised"):  # only a result needs judging
+            reference, reference_error, harness_error = self.reference(case)
+            if harness_error is not None:
+                reply = {"status": "error", "message": harness_error}
+        outcome, details = classify(case, reply, reference, reference_error)
+        if misses_in_float32(details):  # judged again, knowing what float32 arithmetic can do to the values
+            spread, why_not = self.spread(case)
+            if spread is not None:
+                outcome, details = classify(case, reply, reference, reference_error, spread=spread)
+            else:
+                details["float32_spread_unknown"] = why_not
+        return outcome, details
 
     def _execute_timed(self, case: Case, framework: str, device: str,
                        mode: str) -> tuple[dict[str, Any], dict | None, float | None]:
@@ -391,7 +438,7 @@ class Engine:
             reply = self._wait(ticket)
         except WorkerCrashed as exc:
             cause = death_cause(framework, starting=exc.starting, signal=exc.signal, returncode=exc.returncode,
-                                output=exc.output)
+                                output=exc.output, out_of_step=exc.out_of_step, reason=str(exc))
             info = None if exc.starting else ticket.info
             died = {"signal": exc.signal, "returncode": exc.returncode, "output": exc.output}
             if cause is not None:  # the machine's or the harness's doing: never a finding

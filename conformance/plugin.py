@@ -16,11 +16,11 @@ its baseline, and errors when the harness failed.  Findings are never failures.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Iterator
 
 import pytest
@@ -359,9 +359,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> Any:
     run, and a cell's properties and keywords would make a large run's memory grow with its size."""
     result = yield
     if report.passed and any(key == "outcome" for key, _ in report.user_properties):
-        report.user_properties = []
-        report.keywords = {}
+        report.user_properties = _NOTHING_KEPT
+        report.keywords = _NOTHING_KEPT_BY_NAME
     return result
+
+
+#: What a passing cell's report keeps once every plugin has had it: shared, and unchangeable.
+_NOTHING_KEPT: Any = ()
+_NOTHING_KEPT_BY_NAME: Any = MappingProxyType({})
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -378,11 +383,38 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-def pytest_collect_directory(path: Path, parent: pytest.Collector) -> None:
-    """Remember each real folder collected, so that links into it are known (see pytest_ignore_collect)."""
-    if parent.config.stash.get(_ACTIVE, False):
-        parent.config.stash.setdefault(_WALKED, {}).setdefault(path.resolve(), path)
-    return None
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Remember each real folder collected, so that links into it are known (see pytest_ignore_collect);
+    a folder that is not a Python package is collected by :class:`CaseFolder`."""
+    if not parent.config.stash.get(_ACTIVE, False):
+        return None
+    parent.config.stash.setdefault(_WALKED, {}).setdefault(path.resolve(), path)
+    if (path / "__init__.py").is_file():
+        return None  # a package: pytest's own collector
+    return CaseFolder.from_parent(parent, path=path)
+
+
+class CaseFolder(pytest.Dir):
+    """pytest's folder collector, which passes over whatever is not a regular file or a folder; a case
+    file name on something else (a FIFO, a device, a broken link) is collected too, so that it fails
+    with its reason as an invalid case file instead of vanishing from the run."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        yield from super().collect()
+        try:
+            entries = sorted(os.scandir(self.path), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.endswith((".yaml", ".yml")) and not _is_file_or_folder(entry):
+                yield CaseFile.from_parent(self, path=Path(entry.path))
+
+
+def _is_file_or_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file() or entry.is_dir()
+    except OSError:
+        return False
 
 
 def _cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
@@ -417,7 +449,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         parts.append(f"{name} {version}" if version else f"{name} (not installed)")
     return [f"conformance: frameworks: {', '.join(parts)}; devices: {', '.join(devices(config))}; "
             f"modes: {', '.join(modes(config))}",
-            f"conformance: results: {results_path(config)}" + (" (resumed)" if config.getoption("conformance_resume") else "")]
+            f"conformance: results: {results_path(config)}"
+            + (" (resumed)" if config.getoption("conformance_resume") else "")]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -612,7 +645,7 @@ def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[Rec
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
-            case = load_case(self.path)
+            case = load_case(self.path).slim()  # its items hold it to the end of the run
         except CaseError as exc:
             yield InvalidCase.from_parent(self, name=self.path.stem, error=exc)
             return
@@ -674,7 +707,8 @@ class HarnessError(Exception):
 class CaseItem(pytest.Item):
     def __init__(self, *, case: Case, framework: str, device: str, mode: str = EAGER, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.case = case
+        self.case: Case | None = case  # let go once the cell ran: an item lives to the end of the run
+        self.case_id, self.case_line = case.id, case.line
         self.framework = framework
         self.device = device
         self.mode = mode
@@ -686,7 +720,7 @@ class CaseItem(pytest.Item):
     @property
     def cell(self) -> Cell:
         """What identifies this item's cell in the results (as :func:`_cell` reads it from a record)."""
-        return self.case.id, self.framework, self.device, self.mode
+        return self.case_id, self.framework, self.device, self.mode
 
     def _kept(self) -> dict[str, Any] | None:
         """This cell's record from the results file, when --resume keeps it."""
@@ -695,14 +729,13 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         record = self._kept()
         if record is None:
-            record = _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode))
-            written = _results_file(self.config).append(record)
-        else:
-            written = record
-        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(written)  # all the end of the run needs
-        self.record = record
+            assert self.case is not None, "a cell runs once"
+            record = _results_file(self.config).append(
+                _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode)))
+        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(record)  # all the end of the run needs
+        self.record = record  # as written: bounded, whatever the cell observed
         outcome = record["outcome"]
-        self.user_properties += [("outcome", outcome), ("case", self.case.id), ("framework", self.framework),
+        self.user_properties += [("outcome", outcome), ("case", self.case_id), ("framework", self.framework),
                                  ("device", self.device), ("mode", self.mode)]
         if outcome in _DANGEROUS or (outcome == "warns" and record["details"].get("correct") is False):
             self.user_properties.append(("finding", describe(record)))
@@ -740,6 +773,7 @@ class CaseItem(pytest.Item):
         self._phase(pytest.CallInfo.from_call(lambda: state.teardown_exact(nextitem), "teardown", reraise))
         ihook.pytest_runtest_logfinish(nodeid=self.nodeid, location=self.location)
         self.user_properties.clear()  # every report has had them: nothing of the cell stays on the item
+        self.case = None  # nor of its case, once all its cells ran
 
     def _phase(self, call: pytest.CallInfo[None]) -> pytest.TestReport:
         report = pytest.TestReport.from_item_and_call(self, call)
@@ -757,5 +791,5 @@ class CaseItem(pytest.Item):
         return self._repr_failure_py(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.case.line - 1, f"{self.case.id} [{self.name.split('[', 1)[1]}"
+        return self.path, self.case_line - 1, f"{self.case_id} [{self.name.split('[', 1)[1]}"
 

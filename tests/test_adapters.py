@@ -367,3 +367,32 @@ def test_a_zero_grad_setting_is_unsupported_where_the_clearing_call_lacks_it(ada
     assert adapter.zero_grad("opt") == f"opt.{method}()"  # the default call needs no parameter
     with pytest.raises(Unsupported, match=f"{dotted}.{method}\\(\\) has no parameter"):
         adapter.zero_grad("opt", "zero")
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_an_api_that_moved_between_releases_is_found_under_any_of_its_names(framework: str) -> None:
+    """paddle 2.6 has from_dlpack only as paddle.utils.dlpack.from_dlpack; an adapter looks at every name a
+    release may have it under before it calls the step unsupported, and names them all when none exists."""
+    import warnings
+
+    from conformance.adapter import Unsupported, adapter_classes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the framework's import warnings are not this test's
+        adapter = adapter_classes()[framework]()
+    exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
+    root = adapter.root
+    assert adapter.resolve_first(f"{root}.no_such_api", f"{root}.utils.dlpack.from_dlpack") == \
+        f"{root}.utils.dlpack.from_dlpack"
+    with pytest.raises(Unsupported, match=f"none of {root}.no_such_api, {root}.nor_this"):
+        adapter.resolve_first(f"{root}.no_such_api", f"{root}.nor_this")
+
+
+def test_committed_results_find_paddle_from_dlpack_in_every_release() -> None:
+    """The committed paddle columns (2.6.2 included) ran the from_dlpack case: none calls it unsupported."""
+    from conformance.records.results import iter_records
+
+    paddle_columns = sorted((ROOT / "reports" / "results").glob("paddle-*-cpu.jsonl"))
+    assert any("2.6.2" in path.name for path in paddle_columns)
+    cells = [r for r in iter_records(paddle_columns) if r.case == "from_dlpack_shares_array"]
+    assert cells and all(r.outcome != "unsupported" for r in cells), [(r.framework_version, r.outcome) for r in cells]

@@ -13,7 +13,7 @@ import pytest
 from conformance.case.load import load_case
 from conformance.engine import Engine
 
-from .conftest import INSTALLED, SEED
+from .conftest import INSTALLED, ROOT, SEED, framework_params
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 FRAMEWORK = INSTALLED[0] if INSTALLED else "torch"
@@ -168,3 +168,16 @@ def test_closing_the_pool_mid_cell_ends_the_worker_at_once(engine, write_case) -
     engine.pool.close()
     assert not worker.alive()
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_a_released_gradient_held_in_a_name_is_read_as_its_users_read_it(engine, framework) -> None:
+    """paddle's clear_grad(set_to_zero=False) releases the memory of a gradient the user still holds; what
+    the user's own read gives (paddle: g.numpy(), an empty array in 3.x, another tensor's memory in 2.6) is
+    what the cell records, never a harness error from a read of the harness's own."""
+    record = engine.run_cell(load_case(ROOT / "cases" / "grads" / "held_grad_read_after_release.yaml"),
+                             framework, "cpu")
+    assert record["outcome"] != "error", record["details"]
+    observed = {o["name"]: o for o in record["details"]["observations"]}
+    assert "value" in observed["g_after_release"]
+    assert observed["g_before"]["value"] == [2.0, 4.0, -3.0]

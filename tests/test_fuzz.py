@@ -188,6 +188,17 @@ def test_a_found_case_is_a_valid_case_that_reads_back_as_the_program(tmp_path: P
     assert load_case(tmp_path / "found_block.yaml").raw["steps"] == list(block.steps)
 
 
+def test_a_found_case_never_replaces_a_file_already_at_its_name(tmp_path: Path) -> None:
+    verdict = Verdict({"torch": _cell("raises"), "paddle": _cell("silent-correct")}, FINDING, "a finding")
+    first = write_case(tmp_path, PROGRAM, verdict, seed=3, budget=10, number=5, versions={})
+    hand_written = Path(first.path).read_text().replace("found by fuzzing", "written by hand")
+    Path(first.path).write_text(hand_written)
+    second = write_case(tmp_path, PROGRAM, verdict, seed=3, budget=10, number=5, versions={})
+    assert Path(first.path).read_text() == hand_written
+    assert second.path != first.path and second.id == f"{first.id}_2"
+    assert load_case(second.path).raw["steps"] == list(PROGRAM.steps)
+
+
 def test_hypothesis_shrinks_a_finding_to_a_minimal_program() -> None:
     """Shrinking with a stand-in judge (a program is a "finding" when it runs sin_ on a leaf that requires
     grad): hypothesis's shrinker, from the finding's own input, down to (or near) the smallest such

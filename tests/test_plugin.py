@@ -35,7 +35,8 @@ def outcomes(path: Path) -> dict[tuple[str, str, str], str]:
 
 def test_items_are_named_by_file_case_framework_and_device(pytester, project) -> None:
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--collect-only",
-                                           "-q", "--conformance-framework", "torch", "--conformance-framework", "paddle")
+                                           "-q", "--conformance-framework", "torch",
+                                           "--conformance-framework", "paddle")
     result.stdout.fnmatch_lines([
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-cpu[]]",
         "cases/seed/leaf_sin_inplace.yaml::leaf_sin_inplace[[]torch-gpu[]]",
@@ -56,7 +57,8 @@ def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, pr
     results = project / "out.jsonl"
     result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml",
                                            "cases/seed/leaf_sin_inplace.yaml", "--conformance-framework", FRAMEWORK,
-                                           "--conformance-device", "cpu", "--conformance-device", "gpu", "--conformance-results", str(results))
+                                           "--conformance-device", "cpu", "--conformance-device", "gpu",
+                                           "--conformance-results", str(results))
     result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu; modes: eager"])
     records = list(read_records([results]))
     assert len(records) == 4
@@ -78,7 +80,8 @@ def test_a_bad_case_file_fails_alone_with_file_and_line(pytester, project) -> No
 
 def test_a_silent_wrong_cell_is_a_finding_counted_and_explained_not_a_failure(pytester, project) -> None:
     write_case(project / "cases" / "seed", WRONG, "wrong")
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/wrong.yaml", "--conformance-framework", FRAMEWORK,
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/wrong.yaml",
+                                           "--conformance-framework", FRAMEWORK,
                                            "--conformance-device", "cpu")
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"silent-wrong": 1}
@@ -108,7 +111,8 @@ def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> Non
 
         conformance.engine.Engine.run_cell = run_cell
     """)
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml", "--conformance-framework",
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/leaf_sin_inplace.yaml",
+                                           "--conformance-framework",
                                            FRAMEWORK, "--conformance-device", "cpu")
     assert result.ret == 1
     assert counts(closing_line(result.stdout.str())) == {"error": 1}
@@ -186,7 +190,8 @@ def test_an_unrelated_project_is_left_alone(pytester) -> None:
 def test_an_ini_setting_asks_for_the_matrix(pytester) -> None:
     write_case(pytester.path / "checks", QUICK, "quick")
     pytester.makeini("[pytest]\nconformance = true\n")
-    result = pytester.runpytest_subprocess("checks", "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu")
+    result = pytester.runpytest_subprocess("checks", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu")
     assert result.ret == 0
     assert counts(closing_line(result.stdout.str())) == {"silent-correct": 1}
     assert len(list(read_records([pytester.path / "reports" / "results" / "latest.jsonl"]))) == 1
@@ -236,8 +241,9 @@ def test_an_unwritable_results_path_is_one_error_line(pytester, project) -> None
 
 
 def test_modes_make_one_column_each_and_compiled_names_every_compiled_mode(pytester, project) -> None:
-    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml", "--conformance-device",
-                                           "cpu", "--conformance-framework", FRAMEWORK, "--conformance-mode", "eager", "--conformance-mode", "compiled",
+    result = pytester.runpytest_subprocess("--conformance", "cases/seed/clone_then_requires_grad.yaml",
+                                           "--conformance-device", "cpu", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-mode", "eager", "--conformance-mode", "compiled",
                                            "--collect-only", "-q")
     from conformance.adapter import adapter_classes
 
@@ -267,7 +273,8 @@ def test_cells_run_among_python_tests_with_fixtures_and_reach_junit_xml(pytester
     write_case(pytester.path / "b", QUICK, "quick")
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess("--conformance", "a/test_one.py", "b", "a/test_two.py",
-                                           "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu", f"--junitxml={junit}")
+                                           "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu",
+                                           f"--junitxml={junit}")
     assert result.ret == 0, result.stdout.str()
     assert counts(closing_line(result.stdout.str())) == {"passed": 2, "silent-correct": 1}
     assert log.read_text().splitlines() == ["down", "down"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import math
 import subprocess
 import sys
 
@@ -183,7 +182,7 @@ def test_an_undefined_name_in_generated_code_is_a_harness_error(write_case) -> N
 
     class Undefined(TorchAdapter):
         def zero_grad(self, optimizer):
-            return f"optimiser.zero_grad()"
+            return "optimiser.zero_grad()"
 
     case = load_case(write_case(SGD_CASE.replace("- {op: step, args: [opt]}", "- {op: zero_grad, args: [opt]}")))
     reply = _run_with(Undefined, case)

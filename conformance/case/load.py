@@ -63,7 +63,7 @@ class Tolerance:
     atol: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     """One step; ``op == "observe"`` for observations (then ``kind``/``of``/``name``)."""
 
@@ -106,19 +106,22 @@ class Case:
     expected: Mapping[str, Any] | None = None
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
 
+    def slim(self) -> "Case":
+        """The case without its YAML data and line map, which only checking it needed: what a run keeps
+        (an item holds its case to the end of the run) and what other processes are sent."""
+        return dataclasses.replace(self, raw={}, lines={}) if self.raw or self.lines else self
+
     def to_message(self) -> dict[str, Any]:
         """The case for a worker or the reference service, which are processes of this package started
         by this one: the checked case itself, pickled (rebuilding it from its YAML data would check it
-        once more in every process, for every case), without its YAML data and line map, which only
-        this process uses (a worker keeps every case it is sent)."""
-        slim = dataclasses.replace(self, raw={}, lines={})
-        return {"case": base64.b64encode(pickle.dumps(slim, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+        once more in every process, for every case), slim (a worker keeps every case it is sent)."""
+        return {"case": base64.b64encode(pickle.dumps(self.slim(), protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
 
     def walk(self) -> Iterable[Step]:
         for step in self.steps:
             yield from step.walk()
 
-    @functools.cached_property
+    @property
     def steps_by_number(self) -> dict[int, Step]:
         return {step.number: step for step in self.walk()}
 

@@ -54,8 +54,7 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
     if flat is not None:
         return {"reference": flat[1] if type(reference) is list else flat[1][0], **_compare_flat(*flat, tol),
                 "rtol": tol.rtol, "atol": tol.atol}
-    result: dict[str, Any] = {"ok": False, "reference": None if reference is None else np.asarray(
-        reference, dtype=np.float64).tolist()}
+    result: dict[str, Any] = {"ok": False, "reference": None if reference is None else _as_listed(reference)}
     if reference is None and value is not None and not np.any(np.asarray(value, dtype=np.float64)):
         result.update(ok=True, note="zeros where the reference has no gradient (None)")
         return result
@@ -88,6 +87,13 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
                               f"it by up to {result['float32_spread']:.3g} (the error may be {SPREAD_FACTOR:g} times "
                               f"that), as every float32 program with these values does")
     return result
+
+
+def _as_listed(value: Any) -> Any:
+    """A reference value for the record: a list where it is small; a large array stays an array (the
+    record keeps a summary of it, records/bounds.py), never a list of a million Python floats."""
+    array = np.asarray(value, dtype=np.float64)
+    return array if array.size > FLAT_LIMIT else array.tolist()
 
 
 def _compare_arrays(obs: np.ndarray, ref: np.ndarray, tol: Tolerance,
@@ -188,7 +194,7 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
 
 
 def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
-    step = case.steps_by_number.get(reply["step"])
+    step = next((s for s in case.walk() if s.number == reply["step"]), None)
     if step is None:  # raised before the first step (in the framework's prelude)
         return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
     phase = "observe" if step.op == "observe" else OPS[step.op].phase

@@ -31,8 +31,9 @@ import numpy as np
 
 from conformance.case.load import Case, Step
 
-__all__ = ["Float32Rounding", "Machine", "ReferenceFailure", "SPREAD_RUNS", "float32_spread", "ReferenceLimit", "ReferenceResult", "Tensor", "Node", "run_reference",
-           "observation_key", "unbroadcast", "held_grad", "zero_grad", "release_grad"]
+__all__ = ["Float32Rounding", "Machine", "ReferenceFailure", "ReferenceLimit", "ReferenceResult", "SPREAD_RUNS",
+           "Tensor", "Node", "float32_spread", "run_reference", "observation_key", "unbroadcast", "held_grad",
+           "zero_grad", "release_grad"]
 
 _ids = itertools.count()
 Vjp = Callable[[np.ndarray], np.ndarray]
@@ -302,28 +303,29 @@ Operand = "Tensor | float | int"
 
 
 class Float32Rounding:
-    """Each value the program computes rounded to float32: to the nearest float32 (the arithmetic of
-    a float32 program), or, given a random generator, up or down at random (stochastic rounding: the
-    spread of several such runs says how far float32 arithmetic can move each result of the program).
+    """The program computed in float32: every op works on float32 values in NumPy's float32 arithmetic,
+    the arithmetic inside its gradient included (``1 - y*y`` of a rounded ``tanh``); given a random
+    generator, each op's result is also moved up or down by an ulp at random, or left, as the kernels of
+    a framework, which round differently from NumPy's, may.  The spread of several such runs says how far
+    float32 arithmetic can move each result of the program."""
 
-    The ops still compute in float64, each on operands that are float32 values; a framework's float32
-    kernels are correctly rounded or within an ulp or two of it, so a run of this machine is one of the
-    results a float32 program with these value semantics can give."""
+    dtype = np.float32
 
     def __init__(self, rng: np.random.Generator | None = None) -> None:
         self.rng = rng
 
     def __call__(self, value: Any) -> np.ndarray:
+        """An op's result, as float32 (moved by an ulp at random, with a generator)."""
         value = np.asarray(value)
         if value.dtype.kind != "f":
             return value
-        nearest = value.astype(np.float32)
-        if self.rng is not None:
+        value = value.astype(np.float32)
+        if self.rng is not None and value.size:
+            step = self.rng.integers(-1, 2, size=value.shape)  # down, stay, up
             with np.errstate(over="ignore", invalid="ignore"):
-                exact = nearest.astype(np.float64) == value
-                other = np.nextafter(nearest, np.where(nearest < value, np.float32(np.inf), np.float32(-np.inf)))
-                nearest = np.where(exact | (self.rng.random(value.shape) < 0.5), nearest, other)
-        return np.asarray(nearest, dtype=np.float64)
+                moved = np.nextafter(value, np.where(step > 0, np.float32(np.inf), np.float32(-np.inf)))
+            value = np.where(step == 0, value, moved).astype(np.float32)
+        return value
 
 
 class Machine:
@@ -331,7 +333,9 @@ class Machine:
 
     def __init__(self, deadline: float = float("inf"), rounding: Float32Rounding | None = None) -> None:
         self.deadline = deadline
-        #: None for the reference itself (float64); a rounding to say what float32 arithmetic does
+        #: The reference itself computes in float64; with a rounding, the program computed in float32
+        #: (:func:`float32_spread`): what ops compute on, and what becomes of each result.
+        self.working = np.float64 if rounding is None else rounding.dtype
         self.round: Callable[[Any], np.ndarray] = rounding or (lambda value: value)
         self.env: dict[str, Any] = {}
         self.counters: dict[str, int] = {}
@@ -382,8 +386,8 @@ class Machine:
     # -- computing ---------------------------------------------------------------------
 
     def operand_value(self, arg: Any) -> np.ndarray:
-        return self.tensor(arg).value.astype(np.float64) if isinstance(arg, str) else np.asarray(
-            arg, dtype=np.float64)
+        return self.tensor(arg).value.astype(self.working) if isinstance(arg, str) else np.asarray(
+            arg, dtype=self.working)
 
     def compute(self, fn: Callable[..., tuple[np.ndarray, Sequence[Vjp]]], *args: Any) -> tuple[np.ndarray, Node]:
         """Run *fn* on the current values of *args* (names or numbers) and record its node.
@@ -391,10 +395,10 @@ class Machine:
         *fn* returns the value and one vector-Jacobian product per argument.
         Outside grad mode the node records nothing.
         """
-        values = [self.operand_value(a) if isinstance(a, (str, int, float)) else a.value.astype(np.float64)
+        values = [self.operand_value(a) if isinstance(a, (str, int, float)) else a.value.astype(self.working)
                   for a in args]
         value, vjps = fn(*values)
-        value = self.round(np.asarray(value, dtype=np.float64))
+        value = self.round(np.asarray(value, dtype=self.working))
         if not self.grad_enabled:
             return value, Node(value.shape)
         parents = []
@@ -458,7 +462,7 @@ class Machine:
                 continue
             order[current.id] = current
             stack.extend(parent for parent, _ in current.parents)
-        grads: dict[int, np.ndarray] = {node.id: np.ones(node.shape)}
+        grads: dict[int, np.ndarray] = {node.id: np.ones(node.shape, dtype=self.working)}
         for node_id in sorted(order, reverse=True):  # children are created after their parents
             current = order[node_id]
             grad = grads.pop(node_id, None)
@@ -470,9 +474,9 @@ class Machine:
                 if leaf.grad is None:
                     leaf.grad = grad.copy()
                 else:  # in place: a gradient held in a name (held_grad) sees the sum
-                    leaf.grad[...] = self.round(leaf.grad + grad)
+                    leaf.grad[...] = self.round(leaf.grad.astype(self.working) + grad.astype(self.working))
             for parent, vjp in current.parents:
-                contribution = self.round(np.asarray(vjp(grad), dtype=np.float64)).reshape(parent.shape)
+                contribution = self.round(np.asarray(vjp(grad), dtype=self.working)).reshape(parent.shape)
                 grads[parent.id] = (self.round(grads[parent.id] + contribution) if parent.id in grads
                                     else contribution)
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
+from conformance.workers.arrays import pack
 
 __all__ = ["MEMORY_LIMIT_BYTES", "main"]
 
@@ -28,7 +29,7 @@ MEMORY_LIMIT_BYTES = int(os.environ.get("CONFORMANCE_REFERENCE_MEMORY", 4 << 30)
 
 
 def _jsonable(value: np.ndarray | None) -> Any:
-    return None if value is None else np.asarray(value, dtype=np.float64).tolist()
+    return None if value is None else pack(value)
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def _number(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def summarise_array(value: list) -> dict[str, Any]:
+def summarise_array(value: list | np.ndarray) -> dict[str, Any]:
     """The summary that stands for a large array: shape, size, digest of its float64 bytes, range, head."""
     try:
         array = np.ascontiguousarray(np.asarray(value, dtype=np.float64))
@@ -99,7 +99,9 @@ def _bound_observation(observation: Any) -> Any:
         return bound_strings(observation)
     bounded = {}
     for key, value in observation.items():
-        if key in _ARRAY_KEYS and isinstance(value, list) and _count(value) > MAX_ARRAY:
+        if key in _ARRAY_KEYS and isinstance(value, np.ndarray):  # a large array judged as one
+            bounded[key] = summarise_array(value) if value.size > MAX_ARRAY else value.tolist()
+        elif key in _ARRAY_KEYS and isinstance(value, list) and _count(value) > MAX_ARRAY:
             bounded[key] = summarise_array(value)
         else:
             bounded[key] = bound_strings(value)

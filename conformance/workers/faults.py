@@ -66,10 +66,12 @@ def out_of_memory(exception_type: str, message: str) -> bool:
 
 
 def death_cause(framework: str, *, starting: bool, signal: str | None, returncode: int | None,
-                output: str) -> str | None:
+                output: str, out_of_step: bool = False, reason: str = "") -> str | None:
     """Why a worker that died did so, when it was not the framework's doing (the cell is then an
     ``error`` with this cause); None for a crash of the framework itself."""
     tail = _last_lines(output)
+    if out_of_step:  # the worker's protocol is the harness's: a line that is not a reply is its fault
+        return f"the {framework} worker was out of step with the harness ({reason}); it was killed"
     if starting:
         how = f"killed by {signal}" if signal else f"exited with status {returncode}"
         return (f"the {framework} worker could not start ({how} before it was ready): the framework's import "

@@ -109,13 +109,14 @@ def remove_orphaned_program_folders() -> list[str]:
 
 class WorkerCrashed(Exception):
     def __init__(self, returncode: int | None, output: str, *, starting: bool = False,
-                 reason: str | None = None) -> None:
+                 reason: str | None = None, out_of_step: bool = False) -> None:
         self.returncode = returncode
         self.signal = None
         if returncode is not None and returncode < 0:
             self.signal = signal.Signals(-returncode).name
         self.output = output
         self.starting = starting  # died before it said hello
+        self.out_of_step = out_of_step  # killed by us for a line that is not a reply: the protocol broke
         how = f"killed by {self.signal}" if self.signal else f"exited with status {returncode}"
         super().__init__(reason or f"worker {how}")
 
@@ -390,7 +391,7 @@ class Worker:
                 return True  # whatever it wrote before it was killed: nobody waits for it any more
             if self._hello is None:
                 if not isinstance(reply, dict):
-                    self._startup_error = WorkerCrashed(None, "", starting=True,
+                    self._startup_error = WorkerCrashed(None, "", starting=True, out_of_step=True,
                                                         reason=f"unreadable hello from the worker: {line[:200]!r}")
                     return False
                 self._hello = reply
@@ -405,7 +406,7 @@ class Worker:
                 if not isinstance(reply, dict) or reply.pop("id", ticket.id) != ticket.id:
                     self.queue.popleft()
                     self._ended_by_us = True
-                    ticket._fail(WorkerCrashed(None, self.output_tail(),
+                    ticket._fail(WorkerCrashed(None, self.output_tail(), out_of_step=True,
                                                reason=f"unreadable reply from the worker: {line[:200]!r}"))
                     return False
                 self.queue.popleft()

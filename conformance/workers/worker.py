@@ -32,6 +32,7 @@ from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
+from conformance.workers.arrays import pack
 from conformance.workers.faults import MEMORY_ENV, apply_memory_limit, memory_limit, out_of_memory
 from conformance.workers.pool import PROGRAMS_ENV, program_folder_prefix, scratch_folder
 
@@ -119,8 +120,7 @@ class _Run:
                                    f"most {MAX_OBSERVED_ELEMENTS} per observation")
             if transposed:
                 array = array.T
-            return {"value": np.asarray(array, dtype=np.float64).tolist(),
-                    "dtype": str(array.dtype), "shape": list(array.shape)}
+            return {"value": pack(array), "dtype": str(array.dtype), "shape": list(array.shape)}
         if reads == "overlap":
             spans = [self.span(obj), self.addresses[since]] if since else [self.span(item) for item in obj]
             return {"value": _overlap(*spans), "spans": spans}

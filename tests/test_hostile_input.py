@@ -1,0 +1,209 @@
+"""Input that would hang a run, eat its memory, run foreign code or break its output: each is refused
+or made inert, and the rest of the run goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.records.record import Record
+from conformance.report.render import render_report
+from conformance.report.summary import render_summary
+
+from .conftest import INSTALLED, framework_params
+from .runs import FRAMEWORK, QUICK, run_cli, run_pytest, write_case
+
+needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+ONE_COLUMN = ("--framework", FRAMEWORK, "--device", "cpu")
+
+#: In UTF-7, "+ACc-" is a quote and "+AAo-" a line break: read as UTF-7, this observation name closes its
+#: string literal and opens a file, in any program that carries it in a string.
+UTF7_CASE = """\
+id: utf7
+title: "coding: utf-7"
+steps:
+  - {{op: tensor, out: x, value: [1.0]}}
+  - {{op: mul, args: [x, 2.0], out: y}}
+  - {{observe: value, of: y, name: "+ACc-)+AAo-open(+ACI-{marker}+ACI-,+ACI-w+ACI-)+AAo-print(+ACc-"}}
+"""
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_a_reproducer_stays_inert_whatever_encoding_its_text_names(tmp_path: Path, framework: str) -> None:
+    marker = tmp_path / "PWNED"
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "utf7.yaml").write_text(UTF7_CASE.format(marker=marker))
+    shown = run_cli(tmp_path, "show", "utf7", "--framework", framework, "--paths", "cases")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "# -*- coding: utf-8 -*-"
+    reproducer = tmp_path / "reproducer.py"
+    reproducer.write_text(shown.stdout, encoding="utf-8")
+    ran = subprocess.run([sys.executable, str(reproducer)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.skipif("paddle" not in INSTALLED, reason="paddle is not installed")
+def test_a_program_paddle_compiles_from_its_source_stays_inert_too(tmp_path: Path) -> None:
+    """paddle.jit.to_static reads the program's source from its file, honouring an encoding cookie."""
+    marker = tmp_path / "PWNED"
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "utf7.yaml").write_text(UTF7_CASE.format(marker=marker))
+    run = run_cli(tmp_path, "run", "cases", "--framework", "paddle", "--device", "cpu", "--mode", "to_static")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not marker.exists()
+
+
+def _record(**fields) -> Record:
+    base = {"case": "c", "framework": "torch", "framework_version": "2.13.0", "device": "cpu", "outcome": "raises",
+            "topic": "t", "case_file": "cases/t/c.yaml"}
+    return Record.from_dict({**base, **fields})
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def _markup(text: str) -> str:
+    """*text* without its code spans (whose content markdown shows as it is) and escaped characters."""
+    return re.sub(r"\\.", "", re.sub(r"(`+).*?\1", "", text))
+
+
+def test_names_from_files_and_results_cannot_become_markup_in_the_summary_or_the_report(
+        tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # case files inside the tree are linked, relative to the report
+    (tmp_path / "reports").mkdir()
+    hostile = [
+        _record(case="a", topic="left|right", case_file=str(tmp_path / "cases" / "<img src=x onerror=alert(1)>.yaml")),
+        _record(case="b", framework_version="2.0<script>alert(1)</script>", outcome="raises|pwned",
+                case_file=str(tmp_path / "cases" / "x) [y](javascript:alert(1).yaml")),
+        _record(case="c", case_file=str(tmp_path / "javascript:alert(1)"), mode="<b>mode</b>"),
+    ]
+    summary = render_summary(hostile)
+    rows = [line for line in summary.splitlines() if line.startswith("|")]
+    assert len(rows) == 5 and len({_unescaped_pipes(line) for line in rows}) == 1  # every row: the header's columns
+    report = render_report(hostile, [], link_base=tmp_path / "reports")
+    for text in (summary, report):
+        assert "<" not in _markup(text)  # no HTML outside code spans
+    links = re.findall(r"\]\(([^)]*)\)", re.sub(r"(`+).*?\1", "", report))  # a code span holds no link
+    assert len(links) >= 3 and all(link.startswith(("./", "#")) and " " not in link and "(" not in link
+                                   for link in links), links
+    assert "javascript%3A" in report
+
+
+@needs_framework
+def test_a_title_with_terminal_escapes_is_shown_escaped(tmp_path: Path) -> None:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "esc.yaml").write_text(
+        'id: esc\ntitle: "\\e[2J\\e]0;owned\\a red \\u202e"\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n'
+        "  - {observe: value, of: x}\n")
+    listed = run_cli(tmp_path, "list", "cases")
+    shown = run_cli(tmp_path, "show", "esc", "--framework", FRAMEWORK, "--paths", "cases")
+    assert listed.returncode == 0 and shown.returncode == 0
+    for output in (listed.stdout, shown.stdout):
+        assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output
+        assert "\\x1b[2J" in output
+
+
+@needs_framework
+def test_links_back_up_the_tree_are_followed_once(tmp_path: Path) -> None:
+    (tmp_path / "cases" / "t").mkdir(parents=True)
+    (tmp_path / "cases" / "t" / "quick.yaml").write_text(QUICK.format(id="quick"))
+    (tmp_path / "cases" / "t" / "up").symlink_to("..")
+    (tmp_path / "cases" / "t" / "again").symlink_to("..")
+    validated = run_cli(tmp_path, "validate", "cases", timeout=120)
+    assert validated.returncode == 0 and "1 valid case(s)" in validated.stdout
+    run = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len((tmp_path / "reports" / "results" / "latest.jsonl").read_text().splitlines()) == 1
+
+
+@needs_framework
+def test_a_fifo_named_like_a_case_is_refused_without_blocking_and_the_rest_runs(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    os.mkfifo(tmp_path / "cases" / "pipe.yaml")
+    validated = run_cli(tmp_path, "validate", "cases", timeout=60)
+    assert validated.returncode == 1 and "pipe.yaml:1: not a regular file (a FIFO)" in validated.stderr
+    run = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, timeout=300)
+    assert run.returncode == 2 and "not a regular file (a FIFO)" in run.stderr
+    assert len((tmp_path / "reports" / "results" / "latest.jsonl").read_text().splitlines()) == 1
+
+
+def test_an_endless_or_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "zero.yaml").symlink_to("/dev/zero")
+    with open(tmp_path / "cases" / "sparse.yaml", "wb") as handle:
+        handle.truncate(1 << 30)  # a gigabyte that takes no disk
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    validated = run_cli(tmp_path, "validate", "cases", timeout=120)
+    assert validated.returncode == 1
+    assert "zero.yaml:1: not a regular file (a character device)" in validated.stderr
+    assert f"sparse.yaml:1: file is {1 << 30} bytes; case files are limited to" in validated.stderr
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert max(peak, before) < 400 * 1024  # kilobytes: the command never held the gigabyte
+
+
+def test_an_unknown_mode_in_the_environment_is_a_usage_error_not_an_interrupted_run(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    run = run_cli(tmp_path, "run", "cases", "--device", "cpu", env={"CONFORMANCE_MODES": "jit"})
+    output = run.stdout + run.stderr
+    assert run.returncode == 2
+    assert "unknown mode 'jit'" in output and "Traceback" not in output and "nterrupted" not in output
+    plain = run_pytest(tmp_path, "--conformance", "cases", env={"CONFORMANCE_MODES": "jit"})
+    assert plain.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "unknown mode 'jit'" in plain.stdout + plain.stderr and "Traceback" not in plain.stdout + plain.stderr
+
+
+def test_a_project_whose_conftest_adds_common_option_names_still_starts(tmp_path: Path) -> None:
+    """Installed, the plugin loads in every project; its options must not take names a project uses."""
+    names = ["--device", "--framework", "--mode", "--results", "--summary", "--baselines", "--resume"]
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n"
+        + "".join(f"    parser.addoption({name!r}, default=None)\n" for name in names))
+    (tmp_path / "test_mine.py").write_text("def test_one(request):\n    assert request.config.getoption('device') "
+                                           "== 'tpu'\n")
+    run = run_pytest(tmp_path, "--device", "tpu", "-q")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout
+
+
+@needs_framework
+def test_the_parents_memory_per_cell_stays_small(tmp_path: Path) -> None:
+    """The parent keeps what the end of a run needs of each cell (a slim record) and pytest's own objects
+    (the file's node, the item, three reports: about 4.5 KB); the cell's observations, reference, case and
+    the content of its reports are let go.  Measured with tracemalloc at the end of runs of 200 and of
+    2,000 one-cell cases (the worst case: one cell per case file), the growth per cell is bounded (it was
+    28 KB, most of it records and cases held to the end of the run)."""
+    program = f"""
+import gc, json, sys, tracemalloc
+tracemalloc.start()
+import pytest
+from conformance.cli import _pytest_args, build_parser
+peak = {{}}
+class Measure:
+    def pytest_sessionfinish(self):
+        gc.collect()
+        peak['now'] = tracemalloc.get_traced_memory()[0]
+args = build_parser().parse_args(["run", sys.argv[1], "--framework", "{FRAMEWORK}", "--device", "cpu",
+                                  "--results", sys.argv[1] + ".jsonl", "--summary", sys.argv[1] + ".md"])
+status = pytest.main(_pytest_args(args, [sys.argv[1]]), plugins=[Measure()])
+print(json.dumps({{"status": int(status), "bytes": peak['now']}}))
+"""
+    sizes = {}
+    for count in (200, 2000):
+        for number in range(count):
+            write_case(tmp_path / f"c{count}", QUICK, f"q{number}")
+        ran = subprocess.run([sys.executable, "-c", program, f"c{count}"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+        result = json.loads(ran.stdout.strip().splitlines()[-1])
+        assert result["status"] == 0, ran.stdout + ran.stderr
+        sizes[count] = result["bytes"]
+    per_cell = (sizes[2000] - sizes[200]) / 1800
+    assert per_cell < 8192, f"{per_cell:.0f} bytes per cell"

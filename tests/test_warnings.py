@@ -1,0 +1,86 @@
+"""Only warnings the case's own steps raise decide ``warns``: not those of an import that happens to fall
+in a cell (they fire once per process, so they would make an outcome depend on the order of the cells),
+not those of the program's set-up or of the harness reading an observation, and not those a
+framework's own machinery raises whatever the program does; each is still recorded, with why."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from conformance.adapter import adapter_classes
+from conformance.case.load import load_case
+from conformance.engine import Engine
+from conformance.workers.worker import _Run
+
+from .conftest import INSTALLED, SEED, framework_params
+
+
+def _run(framework: str) -> _Run:
+    return _Run(adapter_classes()[framework]())
+
+
+def _warn_through(run: _Run, action) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = run.warned
+        action()
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_where_a_warning_comes_from_decides_whether_it_counts(framework: str, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    run = _run(framework)
+    _warn_through(run, lambda: warnings.warn("in the set-up"))  # before the first step
+    run.mark(3)
+    _warn_through(run, lambda: warnings.warn("from step 3"))
+    run.reading = True
+    _warn_through(run, lambda: warnings.warn("while the harness reads"))
+    run.reading = False
+    (tmp_path / "lazily_imported.py").write_text("import warnings\nwarnings.warn('at import', DeprecationWarning)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _warn_through(run, lambda: importlib.import_module("lazily_imported"))
+    sys.modules.pop("lazily_imported", None)
+    assert [w["message"] for w in run.warnings] == ["from step 3"]
+    why = {w["message"]: w["why"] for w in run.ignored_warnings}
+    assert "before the case's first step" in why["in the set-up"]
+    assert "harness read" in why["while the harness reads"]
+    assert "imported" in why["at import"] and "order of the cells" in why["at import"]
+
+
+@pytest.mark.skipif("torch" not in INSTALLED, reason="torch is not installed")
+def test_a_fresh_torch_worker_s_first_compile_gives_the_outcome_of_a_warm_one(write_case) -> None:
+    """torch.compile imports modules on its first use, and one of them warns (DeprecationWarning); the
+    outcome of the first compiled cell of a worker must be the one it has in any other place."""
+    case = load_case(SEED / "clone_then_requires_grad.yaml")
+    outcomes = []
+    for _ in range(2):
+        engine = Engine(timeout=300)  # a fresh worker each time: its first compile
+        try:
+            first = engine.run_cell(case, "torch", "cpu", "compile")
+            second = engine.run_cell(load_case(SEED / "clone_then_requires_grad.yaml"), "torch", "cpu", "compile")
+        finally:
+            engine.close()
+        outcomes.append((first["outcome"], second["outcome"]))
+        assert first["outcome"] == second["outcome"] != "warns", first["details"]
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.skipif("paddle" not in INSTALLED, reason="paddle is not installed")
+def test_paddle_s_own_place_warning_in_full_graph_mode_is_recorded_but_does_not_count() -> None:
+    engine = Engine(timeout=300)
+    try:
+        record = engine.run_cell(load_case(SEED / "iadd_after_relu.yaml"), "paddle", "cpu", "to_static_full_graph")
+    finally:
+        engine.close()
+    ignored = record["details"].get("ignored_warnings", [])
+    place = [w for w in ignored if "'place' interface" in w["message"]]
+    assert place and "to_static machinery" in place[0]["why"]
+    counted = [w["message"] for w in record["details"].get("warnings", [])]
+    assert not any("'place' interface" in message for message in counted)
+    if not counted:
+        assert record["outcome"] != "warns"
