@@ -438,7 +438,7 @@ class Engine:
             reply = self._wait(ticket)
         except WorkerCrashed as exc:
             cause = death_cause(framework, starting=exc.starting, signal=exc.signal, returncode=exc.returncode,
-                                output=exc.output, out_of_step=exc.out_of_step, reason=str(exc))
+                                output=exc.output, cause=exc.cause)
             info = None if exc.starting else ticket.info
             died = {"signal": exc.signal, "returncode": exc.returncode, "output": exc.output}
             if cause is not None:  # the machine's or the harness's doing: never a finding

@@ -37,7 +37,7 @@ def test_a_second_run_on_the_same_results_file_is_refused_and_the_first_keeps_ev
         tmp_path: Path) -> None:
     for number in range(6):
         write_case(tmp_path / "cases", QUICK, f"quick_{number}")
-    write_case(tmp_path / "cases", LONG.replace("1000000000", "3000000"), "slow")
+    write_case(tmp_path / "cases", LONG.replace("1000000000", "400000"), "slow")
     first = subprocess.Popen(cli_command("run", "cases", *ONE_COLUMN, "--timeout", "120"), cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = tmp_path / "reports" / "results" / "latest.jsonl"

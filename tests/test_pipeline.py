@@ -148,6 +148,7 @@ def test_prefetched_cells_after_a_worker_death_mid_queue_get_their_own_outcomes(
     their own outcomes."""
     cases = [load_case(write_case(tmp_path / "cases" / "t", template, name))
              for template, name in [(QUICK, "a_first"), (LONG, "b_long"), (QUICK, "c_after"), (QUICK, "d_last")]]
+    engine.timeout = 10  # the reference of the long case, asked for ahead, gives up after this (not 60 s)
     engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in cases)
     worker = engine.pool.workers[FRAMEWORK]
     assert len(worker.queue) == 4  # all four were sent before any ran

@@ -6,24 +6,28 @@ than the machine gives it, someone outside the run killed the worker.  Each of
 these is an ``error`` with its cause; only a death the framework brought on
 itself (a segfault, an abort) is a ``crash``.
 
-Workers run under a memory limit (``RLIMIT_DATA``: the memory they write, not
-the address space a GPU driver reserves), so a cell that needs too much memory
-fails with the framework's own allocation error, which is recognised here,
-instead of drawing the kernel's out-of-memory killer onto some process.
+Workers run under a memory limit: the parent watches each busy worker's resident
+memory and ends the cell, as an ``error`` naming the limit, when it passes it, before
+the kernel's out-of-memory killer picks some process of the machine.  (A limit on
+what a process may map, ``RLIMIT_DATA`` or ``RLIMIT_AS``, would count memory never
+used: paddle's to_static starts threads that stay, each with an 8 MB stack mapped,
+so a worker that had compiled a few hundred programs held 15 GB mapped and 0.7 GB
+resident, and a mapping limit made its next thread fail.)  A framework's own
+allocation error, where the machine itself runs out, is recognised here too.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import resource
 
-__all__ = ["MEMORY_ENV", "apply_memory_limit", "death_cause", "memory_limit", "out_of_memory"]
+__all__ = ["MEMORY_ENV", "death_cause", "memory_limit", "out_of_memory", "over_limit", "resident_bytes"]
 
 #: Bytes a worker may write (0: no limit); by default a share of the machine's memory.
 MEMORY_ENV = "CONFORMANCE_WORKER_MEMORY"
 #: The smallest default limit: a framework's import alone takes several hundred MB.
 _FLOOR = 2 << 30
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 #: What the frameworks and the C++ runtime say when an allocation fails (torch's DefaultCPUAllocator and
 #: CUDA allocator, paddle's ResourceExhausted, std::bad_alloc, NumPy's and Python's MemoryError).
@@ -33,7 +37,7 @@ _OUT_OF_MEMORY = re.compile(
 
 
 def memory_limit(processes: int | None = None) -> int:
-    """The bytes one worker may write: ``CONFORMANCE_WORKER_MEMORY``, else 35% of the machine's memory
+    """The bytes one worker may hold: ``CONFORMANCE_WORKER_MEMORY``, else 35% of the machine's memory
     shared among the run's pytest-xdist processes (each runs a worker per framework), at least 2 GiB."""
     raw = os.environ.get(MEMORY_ENV, "").strip()
     if raw:
@@ -46,18 +50,19 @@ def memory_limit(processes: int | None = None) -> int:
     return max(_FLOOR, int(physical * 0.35) // max(1, processes))
 
 
-def apply_memory_limit(limit: int) -> bool:
-    """In a worker: cap the memory it may write at *limit* bytes (0: none); False where it cannot."""
-    if limit <= 0:
-        return False
+def resident_bytes(pid: int) -> int | None:
+    """The memory *pid* holds now (its resident set), or None where it cannot be read."""
     try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    except (ValueError, OSError, AttributeError):
-        return False
-    return True
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def over_limit(framework: str, resident: int, limit: int) -> str:
+    """The cause of a cell ended because its worker passed its memory limit."""
+    return (f"the {framework} worker held {resident >> 20} MiB, past its limit of {limit >> 20} MiB ({MEMORY_ENV}), "
+            f"and was stopped: a limit of the machine, not a behaviour of {framework}")
 
 
 def out_of_memory(exception_type: str, message: str) -> bool:
@@ -66,12 +71,13 @@ def out_of_memory(exception_type: str, message: str) -> bool:
 
 
 def death_cause(framework: str, *, starting: bool, signal: str | None, returncode: int | None,
-                output: str, out_of_step: bool = False, reason: str = "") -> str | None:
+                output: str, cause: str | None = None) -> str | None:
     """Why a worker that died did so, when it was not the framework's doing (the cell is then an
-    ``error`` with this cause); None for a crash of the framework itself."""
+    ``error`` with this cause); None for a crash of the framework itself.  *cause*: why the harness
+    itself ended the worker (its memory limit, a line out of step with the protocol), when it did."""
     tail = _last_lines(output)
-    if out_of_step:  # the worker's protocol is the harness's: a line that is not a reply is its fault
-        return f"the {framework} worker was out of step with the harness ({reason}); it was killed"
+    if cause is not None:
+        return cause
     if starting:
         how = f"killed by {signal}" if signal else f"exited with status {returncode}"
         return (f"the {framework} worker could not start ({how} before it was ready): the framework's import "

@@ -46,6 +46,8 @@ import time
 from collections import deque
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
+from conformance.workers.faults import memory_limit, over_limit, resident_bytes
+
 __all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
            "parent_lines", "program_folder_prefix", "remove_orphaned_program_folders", "scratch_folder",
            "WORKER_MODULE", "REFERENCE_SERVICE", "REFERENCE_MODULE"]
@@ -65,6 +67,8 @@ PROGRAMS_ENV = "CONFORMANCE_PROGRAMS"
 _PR_SET_PDEATHSIG = 1
 #: How often a reader thread looks at its worker's deadline while no reply comes (seconds).
 _TICK = 0.25
+#: How often a busy worker's memory is looked at (seconds): a reading of /proc, some 20 microseconds.
+_MEMORY_TICK = 0.1
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,16 +113,20 @@ def remove_orphaned_program_folders() -> list[str]:
 
 class WorkerCrashed(Exception):
     def __init__(self, returncode: int | None, output: str, *, starting: bool = False,
-                 reason: str | None = None, out_of_step: bool = False) -> None:
+                 reason: str | None = None, cause: str | None = None) -> None:
         self.returncode = returncode
         self.signal = None
         if returncode is not None and returncode < 0:
             self.signal = signal.Signals(-returncode).name
         self.output = output
         self.starting = starting  # died before it said hello
-        self.out_of_step = out_of_step  # killed by us for a line that is not a reply: the protocol broke
+        self.cause = cause  # why the harness ended it (a line out of step, its memory limit), when it did
         how = f"killed by {self.signal}" if self.signal else f"exited with status {returncode}"
         super().__init__(reason or f"worker {how}")
+
+
+def _out_of_step(framework: str, reason: str) -> str:
+    return f"the {framework} worker was out of step with the harness ({reason}); it was killed"
 
 
 class WorkerTimeout(Exception):
@@ -197,6 +205,9 @@ class Worker:
         *wait*, return once it said hello (raising :class:`WorkerCrashed` or :class:`WorkerTimeout`)."""
         self.framework = framework
         self.module = module
+        #: the memory the worker may hold while it runs a cell (faults.py); the reference service limits
+        #: its own address space instead
+        self.memory_limit = memory_limit() if module == WORKER_MODULE else 0
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("GLOG_minloglevel", "0")
@@ -350,13 +361,17 @@ class Worker:
         buffer = bytearray()  # appended to in place and cut once per line: linear in the reply's size
         scanned = 0  # bytes of the buffer already searched for a line's end
         receiving: float | None = None
+        watched = 0.0
         while True:
             due = self._deadline(receiving)
             if due is not None and time.monotonic() >= due[0]:
                 self._expire(due[1])
                 due = None
+            elif due is not None and self.memory_limit and time.monotonic() - watched >= _MEMORY_TICK:
+                watched = time.monotonic()
+                self._watch_memory(due[1])
             try:
-                ready, _, _ = select.select([fd], [], [], _TICK)
+                ready, _, _ = select.select([fd], [], [], _MEMORY_TICK if due and self.memory_limit else _TICK)
             except (OSError, ValueError):
                 break
             if not ready:
@@ -391,8 +406,9 @@ class Worker:
                 return True  # whatever it wrote before it was killed: nobody waits for it any more
             if self._hello is None:
                 if not isinstance(reply, dict):
-                    self._startup_error = WorkerCrashed(None, "", starting=True, out_of_step=True,
-                                                        reason=f"unreadable hello from the worker: {line[:200]!r}")
+                    reason = f"unreadable hello from the worker: {line[:200]!r}"
+                    self._startup_error = WorkerCrashed(None, "", starting=True, reason=reason,
+                                                        cause=_out_of_step(self.framework, reason))
                     return False
                 self._hello = reply
                 if self.queue:
@@ -406,8 +422,9 @@ class Worker:
                 if not isinstance(reply, dict) or reply.pop("id", ticket.id) != ticket.id:
                     self.queue.popleft()
                     self._ended_by_us = True
-                    ticket._fail(WorkerCrashed(None, self.output_tail(), out_of_step=True,
-                                               reason=f"unreadable reply from the worker: {line[:200]!r}"))
+                    reason = f"unreadable reply from the worker: {line[:200]!r}"
+                    ticket._fail(WorkerCrashed(None, self.output_tail(), reason=reason,
+                                               cause=_out_of_step(self.framework, reason)))
                     return False
                 self.queue.popleft()
                 ticket.reply, ticket.info, ticket.finished, ticket.size = reply, self._hello, now, len(line)
@@ -425,6 +442,20 @@ class Worker:
                     pass
             ticket._finish()
         return True
+
+    def _watch_memory(self, ticket: Ticket | None) -> None:
+        """A busy worker past its memory limit is stopped, and its cell fails as the machine's limit."""
+        resident = resident_bytes(self.process.pid)
+        if resident is None or resident <= self.memory_limit or ticket is None:
+            return
+        with self.lock:
+            if not self.queue or self.queue[0] is not ticket:
+                return
+            self.queue.popleft()
+            self._ended_by_us = True
+        self._kill()
+        ticket._fail(WorkerCrashed(None, self.output_tail(), reason="past its memory limit",
+                                   cause=over_limit(self.framework, resident, self.memory_limit)))
 
     def _expire(self, ticket: Ticket | None) -> None:
         """The deadline passed: kill the worker, and fail the ticket it was on (if any)."""

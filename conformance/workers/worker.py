@@ -33,7 +33,7 @@ from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
 from conformance.workers.arrays import pack
-from conformance.workers.faults import MEMORY_ENV, apply_memory_limit, memory_limit, out_of_memory
+from conformance.workers.faults import out_of_memory
 from conformance.workers.pool import PROGRAMS_ENV, program_folder_prefix, scratch_folder
 
 __all__ = ["main"]
@@ -259,11 +259,9 @@ def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> d
     type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
     message = str(exc)[:4000]
     if out_of_memory(type_name, message):  # the machine's limit, not the framework's behaviour
-        limit = memory_limit()
         return {"status": "error", "step": run.step,
-                "message": f"step {run.step} ran out of memory ({type_name}: {first_line(message)}); the worker "
-                           f"may write {f'{limit >> 20} MiB' if limit else 'without a limit'} ({MEMORY_ENV}): a limit "
-                           f"of the machine, not a behaviour of {adapter.name}"}
+                "message": f"step {run.step} ran out of memory ({type_name}: {first_line(message)}): a limit of the "
+                           f"machine, not a behaviour of {adapter.name}"}
     exception = {"type": type_name, "message": message,
                  "kind": raise_kind(type_name, message, adapter.autograd_messages)}
     if run.phase == "compiled":  # the call of a compiled function: compiling it, or running it
@@ -304,7 +302,6 @@ def main(argv: list[str] | None = None) -> int:
     from conformance.workers.pool import ParentLines, bind_to_parent  # the lifecycle contract
 
     bind_to_parent()  # before the framework import, which takes seconds: never outlive the parent
-    apply_memory_limit(memory_limit())  # a cell that needs more fails in its allocation, not by the OOM killer
     requests = ParentLines(sys.stdin.buffer)  # from now on, the parent closing stdin ends this process
     argv = sys.argv[1:] if argv is None else argv
     framework = argv[0]

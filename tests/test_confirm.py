@@ -1,0 +1,53 @@
+"""tools/confirm_reproducers.py: a changed cell is confirmed by its reproducer in a fresh interpreter only
+when the reproducer does what the record says the framework did, values included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import INSTALLED, ROOT
+from .runs import FRAMEWORK, run_cli, write_case
+
+needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+
+CASE = """\
+id: {id}
+title: a gradient to confirm
+steps:
+  - {{op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}}
+  - {{op: mul, args: [x, x], out: y}}
+  - {{op: sum, args: [y], out: s}}
+  - {{op: backward, args: [s]}}
+  - {{observe: grad, of: x}}
+  - {{observe: value, of: y}}
+"""
+
+
+def _confirm(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "confirm_reproducers.py"), *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+
+@needs_framework
+def test_a_changed_cell_is_confirmed_by_the_values_its_reproducer_prints(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", CASE, "confirmed")
+    assert run_cli(tmp_path, "run", "cases", "--framework", FRAMEWORK, "--device", "cpu",
+                   "--results", "new.jsonl").returncode == 0
+    [record] = [json.loads(line) for line in (tmp_path / "new.jsonl").read_text().splitlines()]
+    assert record["outcome"] == "silent-correct"
+    (tmp_path / "old.jsonl").write_text(json.dumps(dict(record, outcome="silent-wrong")) + "\n")
+    confirmed = _confirm(tmp_path, "new.jsonl", "--since", "old.jsonl")
+    assert confirmed.returncode == 0, confirmed.stdout + confirmed.stderr
+    assert "silent-wrong → silent-correct" in confirmed.stdout and "2 of 2 values as recorded" in confirmed.stdout
+    # a record whose value the framework does not compute is not confirmed
+    for observation in record["details"]["observations"]:
+        if observation["name"] == "grad(x)":
+            observation["value"] = [2.0, 4.5]
+    (tmp_path / "new.jsonl").write_text(json.dumps(record) + "\n")
+    refuted = _confirm(tmp_path, "new.jsonl", "--since", "old.jsonl")
+    assert refuted.returncode == 1 and "| NO |" in refuted.stdout and "1 of 2 values" in refuted.stdout
