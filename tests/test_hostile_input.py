@@ -18,7 +18,7 @@ from conformance.report.render import render_report
 from conformance.report.summary import render_summary
 
 from .conftest import INSTALLED, framework_params
-from .runs import FRAMEWORK, QUICK, run_cli, run_pytest, write_case
+from .runs import FRAMEWORK, QUICK, cli_command, run_cli, run_pytest, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 ONE_COLUMN = ("--framework", FRAMEWORK, "--device", "cpu")
@@ -141,13 +141,18 @@ def test_an_endless_or_huge_file_is_refused_before_it_is_read(tmp_path: Path) ->
     (tmp_path / "cases" / "zero.yaml").symlink_to("/dev/zero")
     with open(tmp_path / "cases" / "sparse.yaml", "wb") as handle:
         handle.truncate(1 << 30)  # a gigabyte that takes no disk
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    validated = run_cli(tmp_path, "validate", "cases", timeout=120)
+    # A fresh wrapper process waits for the command alone, so its children's peak is the command's own
+    # (this process's children include every worker an earlier test started).
+    wrapper = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+               "print('peak-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+               "sys.exit(code)")
+    validated = subprocess.run([sys.executable, "-c", wrapper, *cli_command("validate", "cases")], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
     assert validated.returncode == 1
     assert "zero.yaml:1: not a regular file (a character device)" in validated.stderr
     assert f"sparse.yaml:1: file is {1 << 30} bytes; case files are limited to" in validated.stderr
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    assert max(peak, before) < 400 * 1024  # kilobytes: the command never held the gigabyte
+    peak = int(re.search(r"^peak-kib (\d+)$", validated.stderr, re.MULTILINE).group(1))
+    assert 0 < peak < 400 * 1024  # kilobytes: the command never held the gigabyte
 
 
 def test_an_unknown_mode_in_the_environment_is_a_usage_error_not_an_interrupted_run(tmp_path: Path) -> None:

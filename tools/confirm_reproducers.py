@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance.adapter import installed
 from conformance.case.load import load_cases
 from conformance.records.bounds import is_summary
 from conformance.records.record import Record
@@ -165,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
         pairs = _changes_since(list(latest_by_cell(load_records(args.since)).values()), records)
     else:
         pairs = [(None, r) for r in (_mode_changes(records) if args.modes else records)]
+    elsewhere = sorted({f"{r.framework} {r.framework_version}" for _, r in pairs
+                        if installed(r.framework)[1] != r.framework_version})
+    if elsewhere:  # a reproducer confirms a cell only on the version that gave it
+        print(f"error: records of {', '.join(elsewhere)}, which this environment does not have; run the tool in "
+              f"the environment of that version (e.g. .tox/<env>/bin/python)", file=sys.stderr)
+        return 2
     cases = {c.id: c for c in load_cases([args.cases])[0]}
     workers: dict[str, Worker] = {}
     print("| case | framework | mode | outcome | reproducer | confirms |")
