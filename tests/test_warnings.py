@@ -17,7 +17,7 @@ from conformance.case.load import load_case
 from conformance.engine import Engine
 from conformance.workers.worker import _Run
 
-from .conftest import INSTALLED, SEED, framework_params
+from .conftest import INSTALLED, ROOT, SEED, framework_params
 
 
 def _run(framework: str) -> _Run:
@@ -84,3 +84,19 @@ def test_paddle_s_own_place_warning_in_full_graph_mode_is_recorded_but_does_not_
     assert not any("'place' interface" in message for message in counted)
     if not counted:
         assert record["outcome"] != "warns"
+
+
+@pytest.mark.skipif("paddle" not in INSTALLED, reason="paddle is not installed")
+def test_a_to_static_cell_gives_the_outcome_of_a_fresh_process_when_its_worker_ran_it_before() -> None:
+    """SOT caches translated code by code object, and equal programs have equal code objects: a cell whose
+    program the worker had translated before would skip the translation and the warning it raises
+    ("multiply_() is the same as multiply()") and be silent-correct, where a script in a fresh
+    interpreter warns.  The worker forgets earlier programs' translations before each compiled cell."""
+    case = ROOT / "cases" / "grads" / "held_grad_scale_inplace_no_grad.yaml"
+    engine = Engine(timeout=300)
+    try:
+        records = [engine.run_cell(load_case(case), "paddle", "cpu", "to_static") for _ in range(2)]
+    finally:
+        engine.close()
+    assert records[0]["outcome"] == "warns", records[0]["details"]  # as its reproducer does, run as a script
+    assert records[1]["outcome"] == records[0]["outcome"], records[1]["details"]

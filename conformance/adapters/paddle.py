@@ -57,6 +57,24 @@ class PaddleAdapter(Adapter):
         full = ", full_graph=True" if mode == "to_static_full_graph" else ""
         return f"paddle.jit.to_static({function}{full})"
 
+    def before_case(self, mode: str) -> None:
+        """Forget the code SOT translated for earlier programs, as a fresh process has none.
+
+        SOT caches translated code by code object, and code objects compare by their contents, so a
+        later program with an equal function (the resume functions it makes at a graph break) gets the
+        cached translation, which names globals SOT put into the *earlier* program's namespace: paddle
+        2.6.2 then raises ``NameError: name 'paddle_set_eval_frame_fn' is not defined`` in a cell that
+        runs correctly as a script (``seed/rnn_hidden_reuse`` after ``seed/rnn_hidden_detach``)."""
+        if mode == "eager":
+            return
+        from importlib import import_module
+
+        try:
+            cache = import_module("paddle.jit.sot.opcode_translator.executor.executor_cache").OpcodeExecutorCache
+        except (ImportError, AttributeError):  # a release without SOT has no such cache
+            return
+        cache().clear()
+
     def compile_failure(self, exception: BaseException) -> bool:
         text = f"{type(exception).__module__}.{type(exception).__name__}: {exception}"
         return "paddle.jit" in text or "dy2static" in text.lower() or "In transformed code" in text
