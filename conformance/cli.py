@@ -308,6 +308,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
             if args.new is not None:
                 raise BadInput("--modes compares the eager and compiled columns of ONE results file")
             comparison = compare(*split_modes(load_side(args.old)))
+        elif args.nearest:
+            if args.new is not None:
+                raise BadInput("--nearest compares ONE results file with the committed columns nearest it")
+            from conformance.report.upgrades import nearest_side
+
+            mine = load_side(args.old)
+            comparison = compare(nearest_side(mine, args.committed), mine)
         elif args.new is None:
             raise BadInput("diff needs two files (or one file with --modes)")
         else:
@@ -325,6 +332,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     return exit_status(comparison)
+
+
+def cmd_upgrades(args: argparse.Namespace) -> int:
+    from conformance.outputs import OutputError, check_writable, write_file
+    from conformance.report.diff import BadInput
+    from conformance.report.render import default_results
+    from conformance.report.upgrades import render_upgrades, upgrade_chain
+
+    paths = [Path(p) for p in args.results] or [p for p in default_results(Path(DEFAULT_RESULTS).parent)
+                                                 if p.name != Path(DEFAULT_RESULTS).name]
+    try:
+        check_writable(args.output)
+        chain = upgrade_chain(paths)
+        if not chain:
+            raise BadInput(f"no framework has two versions in {', '.join(map(str, paths)) or 'no files'}")
+        write_file(args.output, render_upgrades(chain))
+    except (BadInput, OutputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for comparison in chain:
+        old, new = comparison.pairs[0]
+        print(f"{new.framework} {old.version} -> {new.version} ({new.device}, {new.mode}): "
+              f"{len(comparison.changes)} changed of {comparison.compared}")
+    print(f"upgrades: {args.output}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,8 +421,21 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--modes", action="store_true",
                       help="the eager -> compiled view of one results file: each compiled column against the "
                            "eager column of the same framework, version and device")
+    diff.add_argument("--nearest", action="store_true",
+                      help="compare ONE results file (e.g. of the version you have) with the committed column "
+                           "of the same framework, device and mode nearest its version: the same version, else "
+                           "the newest below, else the oldest above")
+    diff.add_argument("--committed", default=str(Path(DEFAULT_RESULTS).parent), metavar="DIR",
+                      help="where --nearest looks for committed results [%(default)s]")
     diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
     diff.set_defaults(func=cmd_diff)
+
+    upgrades = sub.add_parser("upgrades", help="each framework release against the one before it, "
+                                               "from results files, as one markdown page")
+    upgrades.add_argument("results", nargs="*",
+                          help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    upgrades.add_argument("--output", default="reports/UPGRADES.md", help="markdown page [%(default)s]")
+    upgrades.set_defaults(func=cmd_upgrades)
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)

@@ -395,6 +395,7 @@ class Engine:
         return {
             "case": case.id,
             "case_file": case.path,
+            "case_digest": case.digest,
             "topic": case.topic,
             "title": case.title,
             "framework": framework,

@@ -4,7 +4,8 @@
 
 Which cells: with ``--modes``, every cell whose outcome differs between eager and a compiled mode of the
 same build (both reproducers run); with ``--since``, every cell whose outcome (or correctness) differs
-from the same cell (case, framework, version, device, mode) in the OLD results; otherwise every cell given.
+from the same cell (case, framework, device, mode) in the OLD results, of the same version (a rerun) or of
+another (an upgrade: OLD holds one version of each framework); otherwise every cell given.
 
 A reproducer (``conformance show CASE --framework F --mode M``) runs in a fresh interpreter that records
 what it prints and the warnings it raises.  It confirms its cell when it does what the record says the
@@ -78,14 +79,28 @@ def _mode_changes(records: list[Record]) -> list[Record]:
 
 
 def _changes_since(old: list[Record], new: list[Record]) -> list[tuple[Record, Record]]:
-    """(old, new) for every cell of *new* whose outcome or correctness differs from the same cell in *old*."""
-    before = {(r.case, r.framework, r.framework_version, r.device, r.mode): r for r in old}
+    """(old, new) for every cell of *new* whose outcome or correctness differs from the same cell in *old*:
+    the same case, framework, device and mode, of the same version (a rerun) or of another (an upgrade)."""
+    before: dict[tuple[str, ...], Record] = {}
+    for record in old:
+        key = (record.case, record.framework, record.device, record.mode)
+        if key in before and before[key].framework_version != record.framework_version:
+            raise SystemExit(f"error: OLD holds {record.framework} {before[key].framework_version} and "
+                             f"{record.framework_version}; give one version of each framework")
+        before[key] = record
     pairs = []
     for record in new:
-        previous = before.get((record.case, record.framework, record.framework_version, record.device, record.mode))
+        previous = before.get((record.case, record.framework, record.device, record.mode))
         if previous is not None and (previous.outcome, previous.correct) != (record.outcome, record.correct):
             pairs.append((previous, record))
     return pairs
+
+
+def label(record: Record) -> str:
+    """The outcome as the reports print it: a warning with a wrong result is not a harmless warning."""
+    if record.outcome == "warns" and record.correct is not None:
+        return f"warns ({'right' if record.correct else 'wrong'} result)"
+    return record.outcome
 
 
 def _run(source: str, folder: Path, name: str) -> tuple[bool, str, dict[str, Any]]:
@@ -184,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                                     **cases[record.case].to_message()}, timeout=120)
             ok, got = confirm(record, reply["source"], reply.get("unsupported"), Path(folder))
             confirmed += ok
-            outcome = f"{old.outcome} → {record.outcome}" if old is not None else record.outcome
+            outcome = f"{label(old)} → {label(record)}" if old is not None else label(record)
             print(f"| `{record.case}` | {record.framework} {record.framework_version} | {record.mode} | "
                   f"{outcome} | {got.replace('|', '/')} | {'yes' if ok else 'NO'} |", flush=True)
     for worker in workers.values():

@@ -10,6 +10,8 @@ import base64
 import builtins
 import dataclasses
 import functools
+import hashlib
+import json
 import keyword
 import pickle
 import re
@@ -105,6 +107,9 @@ class Case:
     timeout: float | None = None
     expected: Mapping[str, Any] | None = None
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
+    #: What decides a cell's result (steps, tolerance, timeout), hashed: a record carries it, so a result
+    #: of a case edited since it ran is known to be stale.  Titles and prose do not change it.
+    digest: str = ""
 
     def slim(self) -> "Case":
         """The case without its YAML data and line map, which only checking it needed: what a run keeps
@@ -131,6 +136,13 @@ class Case:
     @property
     def observes_memory(self) -> bool:
         return any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in self.walk())
+
+
+def case_digest(data: Mapping[str, Any]) -> str:
+    """``sha256:`` and 16 hex digits of the keys that decide what runs and how it is judged."""
+    decisive = {key: data.get(key) for key in ("steps", "tolerance", "timeout")}
+    blob = json.dumps(decisive, sort_keys=True, default=repr).encode()
+    return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
 
 def load_case(path: Path | str) -> Case:
@@ -216,6 +228,7 @@ class _Checker:
             timeout=self.timeout(data),
             expected=self.expected(data.get("expected"), set(observed)),
             lines=self.lines,
+            digest=case_digest(data),
         )
 
     def tolerance(self, value: Any) -> Tolerance | None:

@@ -29,7 +29,7 @@ EAGER = "eager"
 
 _DEVICE_ORDER = {"cpu": 0, "gpu": 1}
 _REQUIRED_TEXT = ("case", "framework", "framework_version", "device", "outcome")
-_OPTIONAL_TEXT = ("case_file", "topic", "title")
+_OPTIONAL_TEXT = ("case_file", "case_digest", "topic", "title")
 _MAPPINGS = ("details", "timings", "run_info")
 _FIELDS = frozenset(_REQUIRED_TEXT + _OPTIONAL_TEXT + _MAPPINGS + ("mode",))
 
@@ -118,6 +118,7 @@ class Record:
     device: str
     outcome: str
     case_file: str | None = None
+    case_digest: str | None = None  # the case's digest when it ran (Case.digest); None in older records
     topic: str | None = None
     title: str | None = None
     mode: str = EAGER
@@ -149,7 +150,7 @@ class Record:
             raise RecordError(f"not a result record: field 'mode' is {mode!r}, not a string")
         return cls(case=raw["case"], framework=raw["framework"], framework_version=raw["framework_version"],
                    device=raw["device"], outcome=raw["outcome"], case_file=raw.get("case_file"),
-                   topic=raw.get("topic"), title=raw.get("title"), mode=mode,
+                   case_digest=raw.get("case_digest"), topic=raw.get("topic"), title=raw.get("title"), mode=mode,
                    details=dict(raw.get("details") or {}), timings=dict(raw.get("timings") or {}),
                    run_info=dict(raw.get("run_info") or {}),
                    extra={k: v for k, v in raw.items() if k not in _FIELDS})
@@ -158,7 +159,8 @@ class Record:
         """The JSON form written to a results file, bounded: large arrays summarised, long text cut."""
         from conformance.records.bounds import bound_details, bound_strings
 
-        return {**self.extra, "case": self.case, "case_file": self.case_file, "topic": self.topic,
+        digest = {} if self.case_digest is None else {"case_digest": self.case_digest}  # older records lack it
+        return {**self.extra, "case": self.case, "case_file": self.case_file, **digest, "topic": self.topic,
                 "title": bound_strings(self.title), "framework": self.framework,
                 "framework_version": self.framework_version, "device": self.device, "mode": self.mode,
                 "outcome": self.outcome, "details": bound_details(self.details),

@@ -19,7 +19,8 @@ from conformance.records.results import ResultsError, latest_by_cell, load_recor
 from conformance.report.markdown import code, table, text
 
 __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "load_side", "pair_columns",
-           "severity", "compare", "render_text", "render_markdown", "exit_status"]
+           "severity", "compare", "render_text", "render_markdown", "markdown_sections", "short_counts", "exit_status",
+           "SHORT_NAMES"]
 
 WRONG, CRASH, BEHAVIOUR, MEMORY, MESSAGE, NOT_COMPARABLE = 1, 2, 3, 4, 5, 6
 #: Severity -> heading, most dangerous first.  1 and 2 make the exit status 1.
@@ -32,7 +33,7 @@ SEVERITIES = {
     MESSAGE: "same outcome and raise kind, different exception type, message or phase",
     NOT_COMPARABLE: "not comparable (skipped or harness error on one side)",
 }
-_SHORT = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
+SHORT_NAMES = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
           MEMORY: "aliases/copies", MESSAGE: "message-only", NOT_COMPARABLE: "not comparable"}
 _SEVERE = (WRONG, CRASH)
 
@@ -289,7 +290,7 @@ def _detail(change: Change) -> str:
 
 
 def _counts(comparison: Comparison) -> str:
-    numbers = [f"{sum(c.severity == s for c in comparison.changes)} {_SHORT[s]}" for s in SEVERITIES]
+    numbers = [f"{sum(c.severity == s for c in comparison.changes)} {SHORT_NAMES[s]}" for s in SEVERITIES]
     return (f"counts: {comparison.compared} cells compared in {len(comparison.pairs)} column pair(s); "
             + ", ".join(numbers)
             + f"; {len(comparison.only_old)} only in OLD, {len(comparison.only_new)} only in NEW")
@@ -322,27 +323,38 @@ def render_text(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+def short_counts(comparison: Comparison) -> list[str]:
+    """The number of changes of each severity, in the order of :data:`SEVERITIES`."""
+    return [str(sum(c.severity == rank for c in comparison.changes)) for rank in SEVERITIES]
+
+
 def render_markdown(comparison: Comparison) -> str:
     lines = ["# Outcome changes", "",
              f"OLD: {code(comparison.old.path)} ({comparison.old.kind}); "
              f"NEW: {code(comparison.new.path)} ({comparison.new.kind})", ""]
-    lines += table(["OLD column", "NEW column", "view"],
-                   [[text(a.label), text(b.label), _view((a, b))] for a, b in comparison.pairs])
+    return "\n".join(lines + markdown_sections(comparison, level=2))
+
+
+def markdown_sections(comparison: Comparison, level: int) -> list[str]:
+    """The compared columns, then one table per severity under headings of *level*, then the counts."""
+    heading = "#" * level
+    lines = table(["OLD column", "NEW column", "view"],
+                  [[text(a.label), text(b.label), _view((a, b))] for a, b in comparison.pairs])
     lines += [f"- not compared: OLD column {text(c.label)}" for c in comparison.unpaired_old]
     lines += [f"- not compared: NEW column {text(c.label)}" for c in comparison.unpaired_new]
     if not comparison.changes:
         lines += ["", "No outcome changed."]
-    for rank, heading in SEVERITIES.items():
+    for rank, name in SEVERITIES.items():
         changes = [c for c in comparison.changes if c.severity == rank]
         if not changes:
             continue
-        lines += ["", f"## {rank}. {text(heading)} ({len(changes)})", ""]
+        lines += ["", f"{heading} {rank}. {text(name)} ({len(changes)})", ""]
         lines += table(["case", "columns", "old", "new", "detail"],
                        [[code(c.case), text(_where(comparison, c.pair)), text(_label(c.old)),
                          text(_label(c.new)), text(_detail(c))] for c in changes])
     for title, cases in (("Only in OLD", comparison.only_old), ("Only in NEW", comparison.only_new)):
         if cases:
-            lines += ["", f"## {title} ({len(cases)})", ""]
+            lines += ["", f"{heading} {title} ({len(cases)})", ""]
             lines += [f"- {code(case)} ({text(_where(comparison, pair))})" for case, pair in cases]
     lines += ["", text(_counts(comparison)), ""]
-    return "\n".join(lines)
+    return lines

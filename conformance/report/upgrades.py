@@ -1,0 +1,109 @@
+"""The upgrade chain: every release of a framework against the one before it, one diff per step.
+
+A maintainer on version N asks what changes at N+1, not what changed over the whole line; and a
+behaviour is dated by the first step that shows it.  So the columns of all results files are grouped
+by framework, device and mode, ordered by version, and each neighbouring pair is compared with the
+same ranking as ``conformance diff`` (new silent-wrong first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from conformance.records.record import Column
+from conformance.report.diff import (SHORT_NAMES, BadInput, Comparison, Side, compare, load_side, markdown_sections,
+                                     short_counts)
+from conformance.report.markdown import table, text
+
+__all__ = ["upgrade_chain", "render_upgrades", "nearest_side"]
+
+
+def _runs(column_cells: dict[str, object]) -> bool:
+    """Whether a column ran anything: a column of only ``skipped`` cells (a GPU absent) has no history."""
+    return any(getattr(cell, "outcome", None) != "skipped" for cell in column_cells.values())
+
+
+def upgrade_chain(paths: Iterable[Path | str]) -> list[Comparison]:
+    """One comparison per neighbouring pair of versions, per framework, device and mode."""
+    lines: dict[tuple[str, str, str], list[tuple[Column, Side]]] = {}
+    for path in paths:
+        side = load_side(path)
+        for column, cells in side.columns.items():
+            if _runs(cells):
+                one = Side(side.path, side.kind, {column: cells})
+                lines.setdefault((column.framework, column.device, column.mode), []).append((column, one))
+    chain = []
+    for key in sorted(lines):
+        versions = sorted(lines[key], key=lambda item: item[0].sort_key)
+        seen = [column.version for column, _ in versions]
+        twice = {v for v in seen if seen.count(v) > 1}
+        if twice:
+            raise BadInput(f"{' '.join(key)}: version(s) {', '.join(sorted(twice))} in more than one file")
+        chain += [compare(old, new) for (_, old), (_, new) in zip(versions, versions[1:])]
+    return chain
+
+
+def _anchor(comparison: Comparison) -> str:
+    old, new = comparison.pairs[0]
+    words = f"{new.framework} {old.version} to {new.version} {new.device} {new.mode}"
+    return re.sub(r"[^a-z0-9]+", "-", words.replace(".", "").lower()).strip("-")
+
+
+def render_upgrades(chain: list[Comparison]) -> str:
+    """An index of every step (counts by severity), then each step's changes."""
+    lines = ["# Upgrade chain", "",
+             "Each release against the one before it, per framework, device and mode, from the committed",
+             "results; a change is ranked as `conformance diff` ranks it (new silent-wrong first). Any two",
+             "versions: `conformance diff OLD.jsonl NEW.jsonl`.", ""]
+    rows = []
+    for comparison in chain:
+        old, new = comparison.pairs[0]
+        where = new.device + ("" if new.mode == "eager" else f", {new.mode}")
+        title = f"{new.framework} {old.version} → {new.version} ({where})"
+        rows.append([f"[{text(title)}](#{_anchor(comparison)})", str(comparison.compared),
+                     *short_counts(comparison)])
+    lines += table(["upgrade", "cells compared", *(f"{rank}. {name}" for rank, name in SHORT_NAMES.items())], rows)
+    for comparison in chain:
+        old, new = comparison.pairs[0]
+        where = new.device + ("" if new.mode == "eager" else f", {new.mode}")
+        lines += ["", f'<a id="{_anchor(comparison)}"></a>', "",
+                  f"## {text(f'{new.framework} {old.version} → {new.version} ({where})')}", ""]
+        lines += markdown_sections(comparison, level=3)
+    return "\n".join(lines) + "\n"
+
+
+def nearest_side(new: Side, directory: Path | str) -> Side:
+    """The committed columns nearest to each column of *new*: the same version (its public part: a
+    local ``+cu128`` build is that version), else the newest one below it, else the oldest above it."""
+    from conformance.records.record import version_key
+
+    committed: dict[tuple[str, str, str], list[tuple[Column, Side]]] = {}
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        if path.name == "latest.jsonl" or Path(new.path).resolve() == path.resolve():
+            continue
+        side = load_side(path)
+        for column, cells in side.columns.items():
+            if _runs(cells):
+                committed.setdefault((column.framework, column.device, column.mode), []).append(
+                    (column, Side(side.path, side.kind, {column: cells})))
+    chosen: dict[Column, dict] = {}
+    paths = []
+    for column in sorted(new.columns):
+        candidates = committed.get((column.framework, column.device, column.mode), [])
+        if not candidates:
+            continue
+        mine = version_key(column.version.split("+")[0])
+        same = [c for c in candidates if version_key(c[0].version.split("+")[0]) == mine]
+        below = sorted((c for c in candidates if version_key(c[0].version.split("+")[0]) < mine),
+                       key=lambda c: c[0].sort_key)
+        above = sorted((c for c in candidates if version_key(c[0].version.split("+")[0]) > mine),
+                       key=lambda c: c[0].sort_key)
+        old_column, old_side = (same or below[-1:] or above[:1])[0]
+        chosen[old_column] = old_side.columns[old_column]
+        paths.append(old_side.path)
+    if not chosen:
+        raise BadInput(f"no committed column in {directory} is of the framework, device and mode of "
+                       f"{new.path} ({', '.join(c.label for c in sorted(new.columns))})")
+    return Side(", ".join(dict.fromkeys(paths)), "results", chosen)

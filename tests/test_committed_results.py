@@ -1,0 +1,119 @@
+"""The committed matrix is whole and current: every tox env that runs the catalogue has its results
+files, each holds exactly the current catalogue (a case edited since is stale), and none holds a fault.
+
+A column that is missing, stale or broken fails here, so the report and the upgrade views are never
+built from a matrix the catalogue has moved away from.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.adapter import adapter_classes
+from conformance.case.load import load_cases
+from conformance.records.record import EAGER, Record
+from conformance.records.results import latest_by_cell, load_records
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "reports" / "results"
+BASELINES = ROOT / "reports" / "baselines"
+DEVICES = ("cpu", "gpu")
+#: What a committed column may not hold: a fault of the harness or of the machine it ran on.
+FAULTS = ("error", "crash", "timeout")
+
+
+def _expand(spec: str) -> list[str]:
+    """tox's brace expansion: ``compiled-{torch213,paddle331}`` -> two names."""
+    match = re.search(r"\{([^{}]*)\}", spec)
+    if not match:
+        return [spec]
+    return [name for part in match.group(1).split(",")
+            for name in _expand(spec[:match.start()] + part.strip() + spec[match.end():])]
+
+
+def tox_columns() -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """Every tox env of ``env_list`` that runs the catalogue: env -> (framework, version, modes)."""
+    text = (ROOT / "tox.ini").read_text()
+    listed = re.search(r"^env_list\s*=\s*(.*?)\n(?=\S|\n)", text, re.MULTILINE | re.DOTALL).group(1)
+    names = [name for spec in re.split(r",\s*(?![^{]*\})", " ".join(listed.split())) for name in _expand(spec)]
+    versions = dict(re.findall(r"^\s*(\w+):\s*VERSION\s*=\s*(\S+)", text, re.MULTILINE))
+    columns = {}
+    for name in names:
+        factors = name.split("-")
+        framework_factor = next((f for f in factors if f in versions), None)
+        if framework_factor is None:
+            continue  # tests, report, ...: no column of its own
+        framework = re.match(r"[a-z]+", framework_factor).group(0)
+        modes = tuple(adapter_classes()[framework].modes) if "compiled" in factors else (EAGER,)
+        columns[name] = (framework, versions[framework_factor], modes)
+    return columns
+
+
+def results_file(framework: str, version: str, device: str, modes: tuple[str, ...]) -> Path:
+    return RESULTS / f"{framework}-{version}-{device}{'' if modes == (EAGER,) else '-compiled'}.jsonl"
+
+
+def test_tox_lists_the_columns_it_runs() -> None:
+    columns = tox_columns()
+    assert columns["torch213"] == ("torch", "2.13.0", (EAGER,))
+    assert columns["compiled-paddle331"] == ("paddle", "3.3.1", tuple(adapter_classes()["paddle"].modes))
+    assert "tests" not in columns and "report" not in columns
+
+
+COLUMNS = sorted((env, device) for env in tox_columns() for device in DEVICES)
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> dict[str, str]:
+    cases, errors = load_cases([ROOT / "cases"])
+    assert not errors, errors
+    return {case.id: case.digest for case in cases}
+
+
+@pytest.mark.parametrize(("env", "device"), COLUMNS, ids=[f"{e}-{d}" for e, d in COLUMNS])
+def test_every_tox_column_is_committed_whole_and_current(env: str, device: str, catalogue: dict[str, str]) -> None:
+    framework, version, modes = tox_columns()[env]
+    path = results_file(framework, version, device, modes)
+    assert path.is_file(), f"{path.relative_to(ROOT)} is missing: run `tox -e {env}` and commit what it writes"
+    records: list[Record] = list(latest_by_cell(load_records([path])).values())
+    problems = []
+    for record in records:
+        if record.framework != framework or record.framework_version.split("+")[0] != version:
+            problems.append(f"{record.case}: a record of {record.framework} {record.framework_version}")
+        elif record.device != device or record.mode not in modes:
+            problems.append(f"{record.case}: a record of device {record.device}, mode {record.mode}")
+        elif record.case not in catalogue:
+            problems.append(f"{record.case}: no such case in cases/ any more")
+        elif record.case_digest != catalogue[record.case]:
+            problems.append(f"{record.case} ({record.mode}): stale, the case has changed since it ran")
+        elif record.outcome in FAULTS:
+            problems.append(f"{record.case} ({record.mode}): {record.outcome}, a fault, not a finding")
+    held = {(r.case, r.mode) for r in records}
+    problems += [f"{case} ({mode}): no record" for case in sorted(catalogue) for mode in modes
+                 if (case, mode) not in held]
+    assert not problems, (f"{path.relative_to(ROOT)} ({len(problems)} problems; rerun `tox -e {env}`):\n"
+                          + "\n".join(problems[:40]))
+
+
+def test_every_committed_results_file_belongs_to_a_tox_env() -> None:
+    expected = {results_file(framework, version, device, modes).name
+                for framework, version, modes in tox_columns().values() for device in DEVICES}
+    committed = {path.name for path in RESULTS.glob("*.jsonl")} - {"latest.jsonl"}
+    assert not committed - expected, f"results no tox env writes: {sorted(committed - expected)}"
+
+
+def test_every_cpu_column_has_its_baseline() -> None:
+    """A column without a baseline would pass any change of outcome silently."""
+    missing = []
+    for framework, version, modes in tox_columns().values():
+        path = results_file(framework, version, "cpu", modes)
+        records = load_records([path]) if path.is_file() else []  # a missing file fails the test above
+        for column in {r.column for r in records}:
+            mode = "" if column.mode == EAGER else f"-{column.mode}"
+            name = f"{column.framework}-{column.version}-{column.device}{mode}.json"
+            if not (BASELINES / name).is_file():
+                missing.append(name)
+    assert not missing, f"no baseline for: {sorted(missing)}"
