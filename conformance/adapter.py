@@ -55,8 +55,10 @@ class Adapter:
     #: Regular expressions for the messages of the framework's autograd safety checks
     #: (version counter, in-place on a leaf or a view): a raise matching one is of kind ``autograd``.
     autograd_messages: ClassVar[tuple[str, ...]] = ()
-    #: Warnings the framework's own machinery raises whatever the program does, by message pattern, with
-    #: why (its own code using its own API, found by the warning's stack): recorded, never a ``warns``.
+    #: Warnings that are not about the program's values, by message pattern, with why: raised by the
+    #: framework's own machinery whatever the program does (its own code using its own API, found by the
+    #: warning's stack), or once per process whatever the values (so counting one would make an outcome
+    #: depend on the order of the cells).  Recorded, never a ``warns``.
     machinery_warnings: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The compiled modes users of the framework choose, by name, with what each one is
     #: (``eager`` is every framework's and is not listed).
@@ -262,10 +264,11 @@ class Adapter:
         """The same read, as a reproducer spells it."""
         raise NotImplementedError
 
-    def machinery_warning(self, message: str) -> str | None:
-        """Why a warning with *message* is raised by the framework's own machinery whatever the program
-        does (it then does not decide the cell's outcome), or None.  Each entry states its evidence."""
-        for pattern, why in self.machinery_warnings:
+    @classmethod
+    def machinery_warning(cls, message: str) -> str | None:
+        """Why a warning with *message* is not about the program's values (it then does not decide the
+        cell's outcome), or None.  Each entry states its evidence."""
+        for pattern, why in cls.machinery_warnings:
             if re.search(pattern, message):
                 return why
         return None

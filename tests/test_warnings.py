@@ -100,3 +100,23 @@ def test_a_to_static_cell_gives_the_outcome_of_a_fresh_process_when_its_worker_r
         engine.close()
     assert records[0]["outcome"] == "warns", records[0]["details"]  # as its reproducer does, run as a script
     assert records[1]["outcome"] == records[0]["outcome"], records[1]["details"]
+
+
+@pytest.mark.parametrize("message", [
+    "Tensor do not have 'place' interface for pir graph mode, try not to use it. None will be returned.",  # 3.3
+    "Value do not have 'place' interface for pir graph mode, try not to use it. None will be returned.",  # 3.0-3.2
+    "Variable do not have 'place' interface for static graph mode, try not to use it. None will be returned.",
+])
+def test_paddle_s_place_warning_is_machinery_in_every_release_s_wording(message: str) -> None:
+    """Each release words the warning after the kind of value its graph holds; under any wording it is
+    raised by to_static's own backward (full_like in _append_backward), so it never decides a cell."""
+    assert "to_static machinery" in adapter_classes()["paddle"].machinery_warning(message)
+
+
+def test_paddle_s_once_per_process_api_notice_is_not_about_the_case() -> None:
+    """paddle 3.2's ``split`` warns that it differs from torch's on its first call in a process only:
+    counted, it would make a cell ``warns`` or not by which cell of the worker called ``split`` first."""
+    notice = ("\nNon compatible API. Please refer to https://www.paddlepaddle.org.cn/documentation/docs/en/develop/"
+              "guides/model_convert/convert_from_pytorch/api_difference/torch/torch.split.html first.")
+    assert "first call of the API in a process" in adapter_classes()["paddle"].machinery_warning(notice)
+    assert adapter_classes()["paddle"].machinery_warning("In static graph mode, add_() is the same as add()") is None

@@ -27,10 +27,16 @@ class PaddleAdapter(Adapter):
         r"Leaf (Var|Tensor) .* that doesn't stop gradient can't use inplace strategy",
         r"inplace .* (leaf|view)",
     )
+    # The warning names the kind of value it was read from: "Value" in paddle 3.0-3.2, "Tensor" in 3.3
+    # (paddle/pir/math_op_patch.py), "Variable" in the legacy static graph (paddle/base/layers/math_op_patch.py).
     machinery_warnings = (
-        (r"Tensor do not have 'place' interface for pir graph mode",
+        (r"(Tensor|Value|Variable) do not have 'place' interface for (pir|static) graph mode",
          "raised by paddle's own to_static machinery reading .place of the values it builds (full_like in "
          "_append_backward, Tensor.to), whatever the program does; not about the case"),
+        (r"^\s*Non compatible API\. Please refer to \S*/convert_from_pytorch/api_difference/",
+         "paddle 3.2's notice that an API differs from torch's (ForbidKeywordsDecorator in "
+         "paddle/utils/decorator_utils.py), raised on the first call of the API in a process and never "
+         "again, whatever the values; not about the case"),
     )
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
@@ -57,23 +63,33 @@ class PaddleAdapter(Adapter):
         full = ", full_graph=True" if mode == "to_static_full_graph" else ""
         return f"paddle.jit.to_static({function}{full})"
 
-    def before_case(self, mode: str) -> None:
-        """Forget the code SOT translated for earlier programs, as a fresh process has none.
+    #: SOT's caches of what it translated and compiled, by module and class (each a singleton with clear()).
+    _sot_caches = (
+        ("paddle.jit.sot.opcode_translator.executor.executor_cache", "OpcodeExecutorCache"),  # code -> translation
+        ("paddle.jit.sot.symbolic.compile_cache", "CompileSIRCache"),  # a graph's text -> its static program
+        ("paddle.jit.sot.infer_meta", "InferMetaCache"),
+        ("paddle.jit.sot.infer_meta", "LayerInferMetaCache"),
+    )
 
-        SOT caches translated code by code object, and code objects compare by their contents, so a
-        later program with an equal function (the resume functions it makes at a graph break) gets the
-        cached translation, which names globals SOT put into the *earlier* program's namespace: paddle
-        2.6.2 then raises ``NameError: name 'paddle_set_eval_frame_fn' is not defined`` in a cell that
-        runs correctly as a script (``seed/rnn_hidden_reuse`` after ``seed/rnn_hidden_detach``)."""
+    def before_case(self, mode: str) -> None:
+        """Forget what SOT translated and compiled for earlier programs, as a fresh process has nothing.
+
+        SOT caches translations by code object (code objects compare by their contents) and static
+        programs by the text of the graph, so a program equal in part to an earlier one reused its
+        translation and skipped tracing: no "multiply_() is the same as multiply()" warning where a script
+        in a fresh interpreter warns, and in paddle 2.6.2 a cached translation that names globals SOT put
+        into the earlier program's namespace (``NameError: name 'paddle_set_eval_frame_fn' is not
+        defined`` in ``seed/rnn_hidden_reuse`` after ``seed/rnn_hidden_detach``)."""
         if mode == "eager":
             return
         from importlib import import_module
 
-        try:
-            cache = import_module("paddle.jit.sot.opcode_translator.executor.executor_cache").OpcodeExecutorCache
-        except (ImportError, AttributeError):  # a release without SOT has no such cache
-            return
-        cache().clear()
+        for module, name in self._sot_caches:
+            try:
+                cache = getattr(import_module(module), name)
+            except (ImportError, AttributeError):  # a release without SOT, or without this cache
+                continue
+            cache().clear()
 
     def compile_failure(self, exception: BaseException) -> bool:
         text = f"{type(exception).__module__}.{type(exception).__name__}: {exception}"
