@@ -259,7 +259,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from conformance.records.results import ResultsError
     from conformance.report.heatmap import write_heatmap
     from conformance.outputs import OutputError, check_writable, write_file
-    from conformance.report.render import case_attributions, default_results, load_sources, render_report
+    from conformance.report.render import (case_attributions, default_results, load_sources, render_pages,
+                                           render_report)
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
     if not paths:
@@ -289,13 +290,49 @@ def cmd_report(args: argparse.Namespace) -> int:
             plot_note = write_heatmap(records, args.plot)
             if plot_note is None:
                 plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
-        write_file(output, render_report(records, sources, plot=plot_link, plot_note=plot_note,
-                                         attributions=case_attributions(records), link_base=output.parent))
+        attributions = case_attributions(records)
+        if args.one_page:
+            write_file(output, render_report(records, sources, plot=plot_link, plot_note=plot_note,
+                                             attributions=attributions, link_base=output.parent))
+        else:
+            folder = output.parent / pages_folder(output)
+            index, pages = render_pages(records, sources, index=output.name, pages=folder.name, plot=plot_link,
+                                        plot_note=plot_note, attributions=attributions, link_base=output.parent)
+            for name in pages:
+                check_writable(folder / name)
+            write_file(output, index)
+            for name, page in pages.items():
+                write_file(folder / name, page)
+            _remove_stale_pages(folder, set(pages))
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {output}" + (f"\nplot: {args.plot}" if plot_link else ""))
+    print(f"report: {output}" + ("" if args.one_page else f" (topic pages in {folder}{os.sep})")
+          + (f"\nplot: {args.plot}" if plot_link else ""))
     return 0
+
+
+def pages_folder(output: Path) -> str:
+    """The folder beside the index that holds its topic pages: ``COMPATIBILITY.md`` -> ``compatibility``."""
+    name = output.stem.lower()
+    return name if name != output.name else f"{name}-pages"
+
+
+def _remove_stale_pages(folder: Path, written: set[str]) -> None:
+    """Remove the pages an earlier report wrote for topics that are gone: files of the folder that start
+    with the report's own first line.  Anything else in the folder is left as it is."""
+    from conformance.report.render import GENERATED
+
+    for path in folder.glob("*.md"):
+        if path.name in written or not path.is_file() or path.is_symlink():
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                first = handle.readline().rstrip("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if first == GENERATED:
+            path.unlink()
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -413,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--plot", default="",
                         help="heatmap PNG, drawn when matplotlib is installed [the output's name with .png]")
     report.add_argument("--no-plot", dest="plot", action="store_const", const=None, help="draw no heatmap")
+    report.add_argument("--one-page", action="store_true",
+                        help="everything on the one page OUTPUT [default: OUTPUT is an index, with a page per "
+                             "topic in the folder beside it named after it: COMPATIBILITY.md -> compatibility/]")
     report.set_defaults(func=cmd_report)
 
     diff = sub.add_parser("diff", help="list every cell whose outcome changed between two files")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.records.record import Record
-from conformance.report.render import render_report
+from conformance.report.render import GENERATED, render_pages, render_report
 from conformance.report.summary import render_summary
 
 from .conftest import INSTALLED, framework_params
@@ -90,12 +90,17 @@ def test_names_from_files_and_results_cannot_become_markup_in_the_summary_or_the
     rows = [line for line in summary.splitlines() if line.startswith("|")]
     assert len(rows) == 5 and len({_unescaped_pipes(line) for line in rows}) == 1  # every row: the header's columns
     report = render_report(hostile, [], link_base=tmp_path / "reports")
-    for text in (summary, report):
+    index, pages = render_pages(hostile, [], index="COMPATIBILITY.md", pages="compatibility",
+                                link_base=tmp_path / "reports")
+    assert sorted(pages) == ["left-right.md", "t.md"]  # a topic names a plain file, whatever its folder is called
+    split = "\n".join([index, *pages.values()]).replace(GENERATED, "")  # the report's own comment line
+    for text in (summary, report, split):
         assert "<" not in _markup(text)  # no HTML outside code spans
-    links = re.findall(r"\]\(([^)]*)\)", re.sub(r"(`+).*?\1", "", report))  # a code span holds no link
-    assert len(links) >= 3 and all(link.startswith(("./", "#")) and " " not in link and "(" not in link
-                                   for link in links), links
-    assert "javascript%3A" in report
+    for text in (report, split):
+        links = re.findall(r"\]\(([^)]*)\)", re.sub(r"(`+).*?\1", "", text))  # a code span holds no link
+        assert len(links) >= 3 and all(link.startswith(("./", "#")) and " " not in link and "(" not in link
+                                       for link in links), links
+        assert "javascript%3A" in text
 
 
 @needs_framework

@@ -14,7 +14,8 @@ import pytest
 
 from conformance.cli import main
 from conformance.records.record import version_key
-from conformance.report.render import default_results, load_sources, render_report, version_ranges
+from conformance.report.render import (GENERATED, default_results, load_sources, page_name, render_pages,
+                                       render_report, version_ranges)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,8 +156,10 @@ def test_case_details(tmp_path: Path) -> None:
     report = render_report(merged, sources)
     cases = report.split("## Cases", 1)[1]
     hidden = cases.split("### `hidden_reuse`", 1)[1].split("### ", 1)[0]
-    assert ("- **torch 3.3.1 cpu**: 🛑 raises — `RuntimeError` (step 4, line 12; op `backward`; phase backward): "
-            "modified by an inplace operation\n") in hidden
+    # consecutive versions whose cells read alike share a line
+    assert ("- **torch 3.0.0–3.3.1 cpu**: 🛑 raises — `RuntimeError` (step 4, line 12; op `backward`; "
+            "phase backward): modified by an inplace operation\n") in hidden
+    assert "- **paddle 2.6.2–3.3.1 cpu**: ❌ silent-wrong\n- **paddle 3.10.0 cpu**: 🛑 raises" in hidden
     assert "Hint: more" not in hidden
     assert "- **torch 2.6.2 cpu**: ❌ silent-wrong — max relative error 0.0123" in hidden
     assert "Reproduce: `conformance show hidden_reuse --framework paddle`, " \
@@ -206,7 +209,7 @@ def test_cli_report_merges_files_and_notes_missing_matplotlib(tmp_path: Path, mo
     output = tmp_path / "out" / "COMPAT.md"
     assert main(["report", str(old), str(new), "--output", str(output), "--plot", str(tmp_path / "p.png")]) == 0
     report = output.read_text(encoding="utf-8")
-    assert "silent-wrong in 2.6.2, raises since 3.0.0" in report
+    assert "silent-wrong in 2.6.2, raises since 3.0.0" in (tmp_path / "out" / "compat" / "grad.md").read_text()
     assert f"`{old}`" in report and f"`{new}`" in report
     assert "matplotlib is not installed" in report
     assert not (tmp_path / "p.png").exists()
@@ -241,16 +244,19 @@ def test_report_on_a_real_torch_run(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     output = tmp_path / "COMPAT.md"
     assert main(["report", str(results), "--output", str(output), "--no-plot"]) == 0
-    report = output.read_text(encoding="utf-8")
+    index = output.read_text(encoding="utf-8")
     first = json.loads(results.read_text().splitlines()[0])
     version, kind = first["framework_version"], first["details"]["exception"].get("kind")
-    assert row(report, "[`leaf_sin_inplace`](#leaf_sin_inplace)") == ["🛑 raises"]
-    assert row(report, "[`detach_shares_memory`](#detach_shares_memory)") == ["🔗 aliases"]
+    assert row(index, "[`leaf_sin_inplace`](./compat/seed.md#leaf_sin_inplace)") == ["🛑 raises"]
+    assert row(index, "[`detach_shares_memory`](./compat/seed.md#detach_shares_memory)") == ["🔗 aliases"]
+    assert "[seed](./compat/seed.md)" in index
+    report = (tmp_path / "compat" / "seed.md").read_text(encoding="utf-8")
+    assert "[The index](./../COMPAT.md)" in report
     assert f"- `leaf_sin_inplace`: raises in {version}" in report
     assert "`RuntimeError` (step 2, line 9; op `sin_`; phase op" + (f"; kind {kind})" if kind else ")") in report
     assert "`conformance show leaf_sin_inplace --framework torch`" in report
-    if f"torch {version} gpu: every cell skipped" not in report:  # a machine with a GPU runs that column
-        assert f"torch {version} gpu" in report
+    if f"torch {version} gpu: every cell skipped" not in index:  # a machine with a GPU runs that column
+        assert f"torch {version} gpu" in index
 
 
 def test_report_shows_the_raise_kind(tmp_path: Path) -> None:
@@ -286,7 +292,9 @@ def test_report_renders_summarised_arrays(tmp_path: Path) -> None:
     assert '"summary": true' in path.read_text()
     output = tmp_path / "R.md"
     assert main(["report", str(path), "--output", str(output), "--no-plot"]) == 0
-    assert "- **torch 2.13.0 cpu**: ❌ silent-wrong — max relative error 0.5; wrong: `value(y)`" in output.read_text()
+    assert "[`big`](./r/grad.md#big)" in output.read_text()  # the index links to the topic's page
+    assert ("- **torch 2.13.0 cpu**: ❌ silent-wrong — max relative error 0.5; wrong: `value(y)`"
+            in (tmp_path / "r" / "grad.md").read_text())
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -329,3 +337,53 @@ def test_cli_report_unwritable_paths_are_one_line_errors(tmp_path: Path, capsys,
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write {target}: ") and err.count("\n") == 1
     assert not (tmp_path / "ok" / "R.md").exists() and not (tmp_path / "ok" / "heat.png").exists()
+
+
+# -- the index and the topic pages --------------------------------------------------------------------------
+
+def test_the_index_holds_the_matrix_and_each_topic_page_its_own_cases(tmp_path: Path) -> None:
+    records, sources = load_sources([write(tmp_path / "history.jsonl", history())])
+    index, pages = render_pages(records, sources, index="R.md", pages="r")
+    assert set(pages) == {"grad.md", "memory.md"}
+    assert row(index, "[grad](./r/grad.md)") == ["1", "4 silent-wrong, 3 raises"]
+    assert row(index, "[`hidden_reuse`](./r/grad.md#hidden_reuse)")[0] == "❌ silent-wrong"
+    assert "## Cases" not in index and "## Behaviour by version" not in index
+    grad = pages["grad.md"]
+    assert "[The index](./../R.md)" in grad
+    assert "- **`hidden_reuse`**: silent-wrong in 2.6.2–3.3.1, raises since 3.10.0" in grad
+    assert "### `hidden_reuse`" in grad and "### `from_numpy`" not in grad and "`from_numpy`" not in grad
+    assert "### `from_numpy`" in pages["memory.md"]
+    assert index.splitlines()[0] == GENERATED and all(p.splitlines()[0] == GENERATED for p in pages.values())
+
+
+def test_a_topic_page_s_name_is_a_plain_file_name_whatever_the_folder_is_called() -> None:
+    taken: set[str] = set()
+    assert page_name("views", taken) == "views.md"
+    assert page_name("<img src=x onerror=alert(1)>", taken) == "img-src-x-onerror-alert-1.md"
+    assert page_name("left|right", taken) == "left-right.md"
+    assert page_name("../../etc", taken) == "etc.md"
+    assert page_name("", taken) == "no-topic.md"
+    assert page_name("views", taken) == "views-2.md"  # two topics never share a page
+
+
+def test_a_report_removes_the_pages_of_topics_gone_and_nothing_else(tmp_path: Path) -> None:
+    both = write(tmp_path / "both.jsonl", history())
+    output = tmp_path / "out" / "R.md"
+    assert main(["report", str(both), "--output", str(output), "--no-plot"]) == 0
+    folder = tmp_path / "out" / "r"
+    assert sorted(p.name for p in folder.iterdir()) == ["grad.md", "memory.md"]
+    (folder / "notes.md").write_text("my own notes\n")
+    (folder / "old.md").write_text("# not the report's\n")
+    only_grad = write(tmp_path / "grad.jsonl", [r for r in history() if r["topic"] == "grad"])
+    assert main(["report", str(only_grad), "--output", str(output), "--no-plot"]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["grad.md", "notes.md", "old.md"]
+    assert "(./r/memory.md)" not in output.read_text()
+
+
+def test_one_page_keeps_everything_on_the_output(tmp_path: Path) -> None:
+    output = tmp_path / "R.md"
+    assert main(["report", str(write(tmp_path / "h.jsonl", history())), "--output", str(output), "--no-plot",
+                 "--one-page"]) == 0
+    report = output.read_text()
+    assert "## Behaviour by version" in report and "### `hidden_reuse`" in report
+    assert not (tmp_path / "r").exists()
