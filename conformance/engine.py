@@ -31,7 +31,7 @@ from typing import Any, Iterable, TypeVar
 
 from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
-from conformance.judge.classify import classify, misses_in_float32
+from conformance.judge.classify import Unjudged, classify, misses_in_float32
 from conformance.records.results import run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
 from conformance.workers.arrays import unpack
@@ -315,9 +315,11 @@ class Engine:
     def reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
         """The reference observations of *case*, or why the reference cannot give them.
 
-        Returns (observations, failure, harness_error): *failure* means the case is
-        ill-posed for the reference; *harness_error* that the reference went past
-        its limits or broke.  Computed once per case, in the reference service.
+        Returns (observations, failure, harness_error): *failure* says which step the
+        reference cannot model, and why (the observations before it are still given,
+        and one it cannot give is an :class:`Unjudged` with the reason); *harness_error*
+        that the reference went past its limits or broke.  Computed once per case, in
+        the reference service.
         """
         key = _case_key(case)
         if key not in self._references:
@@ -337,8 +339,10 @@ class Engine:
             return None, None, f"the reference process died ({exc}); it runs under a memory limit"
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
-        if reply.get("status") == "ok":
-            return {name: unpack(value) for name, value in reply["observations"].items()}, None, None
+        if reply.get("status") == "ok":  # where the value model stopped, what it gave before is judged
+            observations = {name: unpack(value) for name, value in reply["observations"].items()}
+            observations.update({name: Unjudged(why) for name, why in reply.get("unjudged", {}).items()})
+            return observations, reply.get("stopped"), None
         if reply.get("status") == "failed":
             return None, reply["message"], None
         return None, None, reply.get("message", "the reference service gave no answer")

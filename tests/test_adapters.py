@@ -91,6 +91,28 @@ ALL_OPS = """
       - {op: set_, args: [s3, c3]}
       - {observe: value, of: m2}
       - {observe: value, of: s3}
+      - {op: tensor, out: lay, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}
+      - {op: getitem, args: [lay], index: "0:1", out: lay_top}
+      - {op: t_, args: [lay]}
+      - {op: squeeze_, args: [lay_top], dim: 0}
+      - {op: unsqueeze_, args: [lay_top], dim: 1}
+      - {observe: value, of: lay}
+      - {observe: value, of: lay_top}
+      - {observe: is_contiguous, of: lay}
+      - {op: contiguous, args: [lay], out: lay_c}
+      - {op: getitem, args: [lay_c], index: "[0, 2]", out: gathered}
+      - {op: setitem, args: [lay_c, 0.0], index: "[1], 0"}
+      - {op: index_copy_, args: [lay_c, gathered], rows: [2, 0]}
+      - {op: masked_fill_, args: [lay_c], mask: [[1, 0], [0, 0], [0, 1]], value: -1.0}
+      - {op: clip, args: [lay_c], min: -0.5, max: 4.5, out: clipped}
+      - {op: clip_, args: [lay_c], min: 0.0, max: 5.0}
+      - {observe: value, of: lay_c}
+      - {observe: value, of: clipped}
+      - {op: tensor, out: dd, value: [1.0, 2.0]}
+      - {op: tensor, out: src_d, value: [3.0, 4.0, 5.0]}
+      - {op: set_data, args: [dd, src_d]}
+      - {op: detach_, args: [dd]}
+      - {observe: value, of: dd}
       - {op: data, args: [x], out: xd}
       - {op: tensor, out: fresh, value: [1.0, 2.0]}
       - {op: requires_grad_, args: [fresh]}
@@ -161,6 +183,8 @@ ALL_OPS = """
 #: dedicated test below instead of a place in ALL_OPS.
 OPS_WITH_OWN_TEST: set[str] = {
     "set_value",  # Paddle's Tensor.set_value; torch.Tensor has no such method
+    "assign_to", "reshape_", "flatten_", "scale_",  # paddle's; torch has none of them
+    "as_strided_", "resize_as_",  # torch's; paddle.Tensor has neither
 }
 
 
@@ -302,6 +326,60 @@ def test_set_value_writes_values_or_is_unsupported_by_inspection(engine, write_c
     details = record["details"]
     if record["outcome"] == "unsupported":
         assert "set_value" in details["reason"] and record["framework"] in details["reason"]
+    else:
+        assert record["outcome"] == "silent-correct", details
+
+
+#: One small program per op that only some frameworks have: (op, the program's steps, the method or
+#: function whose absence makes it unsupported); where the framework has it, the program is silent-correct.
+ONE_FRAMEWORK_OPS = {
+    "assign_to": ("""
+      - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+      - {op: exp, args: [x], out: e}
+      - {op: tensor, out: out, value: [0.0, 0.0]}
+      - {op: assign_to, args: [e, out]}
+      - {op: sum, args: [out], out: loss}
+      - {op: backward, args: [loss]}
+      - {observe: value, of: out}
+      - {observe: grad, of: x}""", "assign"),
+    "reshape_": ("""
+      - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: reshape_, args: [x], shape: [4]}
+      - {observe: value, of: x}""", "reshape_"),
+    "flatten_": ("""
+      - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: flatten_, args: [x]}
+      - {observe: value, of: x}""", "flatten_"),
+    "scale_": ("""
+      - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+      - {op: mul, args: [x, 1.0], out: y}
+      - {op: scale_, args: [y], scale: 3.0, bias: 0.5}
+      - {op: sum, args: [y], out: loss}
+      - {op: backward, args: [loss]}
+      - {observe: value, of: y}
+      - {observe: grad, of: x}""", "scale_"),
+    "as_strided_": ("""
+      - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: as_strided_, args: [x], size: [2], stride: [3], storage_offset: 0}
+      - {observe: value, of: x}""", "as_strided_"),
+    "resize_as_": ("""
+      - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: tensor, out: like, value: [0.0, 0.0, 0.0]}
+      - {op: resize_as_, args: [x, like]}
+      - {observe: value, of: x}""", "resize_as_"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ONE_FRAMEWORK_OPS))
+@pytest.mark.parametrize("framework", framework_params())
+def test_an_op_some_framework_lacks_runs_or_is_unsupported_by_inspection(engine, write_case, framework: str,
+                                                                         op: str) -> None:
+    steps, api = ONE_FRAMEWORK_OPS[op]
+    case = load_case(write_case(f"id: only_{op.strip('_')}\ntitle: {op}\nsteps:{steps}\n"))
+    record = engine.run_cell(case, framework, "cpu")
+    details = record["details"]
+    if record["outcome"] == "unsupported":
+        assert api in details["reason"] and record["framework"] in details["reason"], details
     else:
         assert record["outcome"] == "silent-correct", details
 

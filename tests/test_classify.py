@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.case.load import Tolerance, load_case
-from conformance.judge.classify import classify, compare, default_tolerance, is_failing
+from conformance.judge.classify import Unjudged, classify, compare, default_tolerance, is_failing
 
 from .conftest import SEED
 
@@ -180,3 +180,38 @@ def test_small_observations_are_judged_in_python_exactly_as_numpy_judges_them(pa
 
 def _canonical(result: dict) -> str:
     return repr(sorted(result.items()))  # (a NaN is not == itself: compared as text)
+
+
+# -- a reference that stops at a step it cannot model: what needs no values is still judged ---------------
+
+STOPPED = "step 9 (x, line 12): ValueError: not modelled"
+
+
+def test_observations_before_the_step_the_reference_cannot_model_are_judged_and_later_ones_recorded() -> None:
+    before = {"a_grad_after_y": np.array(2.0), "clone_grad": None}  # the reference stopped before step 11
+    outcome, details = classify(CASE, reply(), before, STOPPED)
+    assert outcome == "error" and "cannot judge a_grad_after_z" in details["message"]
+    judged = {o["name"]: o for o in details["observations"]}
+    assert judged["a_grad_after_y"]["ok"] is True and "not_judged" not in judged["a_grad_after_y"]
+    assert STOPPED in judged["a_grad_after_z"]["not_judged"] and "ok" not in judged["a_grad_after_z"]
+    assert STOPPED in details["reference_note"]
+    wrong_before = [obs(3.0, name="a_grad_after_y", step=8), *GOOD[1:]]
+    assert classify(CASE, reply(observations=wrong_before), before, STOPPED)[0] == "silent-wrong"
+    raised = reply(status="raised", exception={"type": "RuntimeError", "message": "m"}, step=11)
+    assert classify(CASE, raised, before, STOPPED)[0] == "raises"
+    assert classify(CASE, reply(warnings=[{"message": "w"}]), before, STOPPED)[1]["correct"] is None
+
+
+def test_a_memory_case_is_judged_whatever_the_reference_can_model() -> None:
+    case = load_case(SEED / "detach_shares_memory.yaml")
+    shared = [obs([2.0, 3.0, 4.0], name="value(a)", kind="value"),
+              {"name": "shares_memory(a, b)", "kind": "shares_memory", "step": 6, "value": True}]
+    outcome, details = classify(case, reply(observations=shared), {}, STOPPED)
+    assert outcome == "aliases" and STOPPED in details["observations"][0]["not_judged"]
+
+
+def test_an_observation_the_reference_cannot_give_is_recorded_with_why() -> None:
+    reference = {**REFERENCE, "a_grad_after_z": Unjudged("step 11: elements resize_ left undetermined")}
+    outcome, details = classify(CASE, reply(), reference, None)
+    assert outcome == "error" and "a_grad_after_z" in details["message"]
+    assert details["observations"][2]["not_judged"] == "step 11: elements resize_ left undetermined"

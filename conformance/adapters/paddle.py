@@ -160,6 +160,12 @@ class PaddleAdapter(Adapter):
         # and the rejection's message reads stray memory); 3.x still accepts it: the form that works.
         w.emit(w.bind(step) + w.method(step.args[0], "copy_", step.args[1], "True"))
 
+    def spell_index_copy_(self, w: Any, step: Any) -> None:
+        # Replacing rows by index is Tensor.scatter_(index, updates) in paddle (overwrite=True, its default,
+        # in every 2.x and 3.x release); it has no index_copy_.
+        index = self.tensor(lit(step.fields["rows"]), "int64", False)
+        w.emit(self.method(step.args[0], "scatter_", index, step.args[1], "overwrite=True"))
+
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
         w.emit(f"{step.args[0]}.stop_gradient = False")
 

@@ -1,7 +1,8 @@
 """Index expressions of ``getitem`` / ``setitem`` steps, parsed without eval.
 
-Grammar: comma-separated items; each item is an integer, a loop variable, or a
-slice ``start:stop:step`` whose parts are optional integers.
+Grammar: comma-separated items; each item is an integer, a loop variable, a
+slice ``start:stop:step`` whose parts are optional integers, or a list of integers
+``[0, 2]`` (advanced indexing: ``t[[0, 2]]`` reads a copy, and writes those elements).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ __all__ = ["Index", "parse_index"]
 _INT = re.compile(r"-?\d+\Z")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
-Item = Union[int, str, tuple]  # int, loop-variable name, or ("slice", start, stop, step)
+Item = Union[int, str, tuple]  # int, loop-variable name, ("slice", start, stop, step) or ("list", (i, ...))
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,18 @@ class Index:
     def variables(self) -> tuple[str, ...]:
         return tuple(item for item in self.items if isinstance(item, str))
 
+    @property
+    def advanced(self) -> bool:
+        """Whether an item is a list: the frameworks' (and NumPy's) advanced indexing, which reads a copy."""
+        return any(isinstance(item, tuple) and item[0] == "list" for item in self.items)
+
     def resolve(self, env: Mapping[str, int]) -> tuple:
         """A NumPy-style index tuple, with loop variables taken from *env*."""
         out: list = []
         for item in self.items:
-            if isinstance(item, tuple):
+            if isinstance(item, tuple) and item[0] == "list":
+                out.append(list(item[1]))
+            elif isinstance(item, tuple):
                 out.append(slice(*item[1:]))
             elif isinstance(item, str):
                 out.append(int(env[item]))
@@ -43,6 +51,8 @@ class Index:
 
 
 def _item_source(item: Item) -> str:
+    if isinstance(item, tuple) and item[0] == "list":
+        return "[" + ", ".join(map(str, item[1])) + "]"
     if isinstance(item, tuple):
         parts = ["" if p is None else str(p) for p in item[1:]]
         if parts[2] == "":
@@ -58,9 +68,14 @@ def parse_index(spec: object) -> Index:
     if isinstance(spec, int):
         return Index((spec,))
     items: list[Item] = []
-    for raw in spec.split(","):
+    for raw in _split(spec):
         part = raw.strip()
-        if ":" in part:
+        if part.startswith("["):
+            entries = [entry.strip() for entry in part[1:-1].split(",")] if part.endswith("]") else None
+            if not entries or not all(_INT.match(entry) for entry in entries):
+                raise ValueError(f"a list in index {spec!r} must hold integers, e.g. [0, 2], not {part!r}")
+            items.append(("list", tuple(int(entry) for entry in entries)))
+        elif ":" in part:
             bounds = part.split(":")
             if len(bounds) > 3:
                 raise ValueError(f"bad slice {part!r} in index {spec!r}")
@@ -79,3 +94,23 @@ def parse_index(spec: object) -> Index:
         else:
             raise ValueError(f"cannot read index item {part!r} in {spec!r}")
     return Index(tuple(items))
+
+
+def _split(spec: str) -> list[str]:
+    """The items of *spec*: split at commas outside brackets."""
+    parts, depth, current = [], 0, ""
+    for char in spec:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced ']' in index {spec!r}")
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    if depth:
+        raise ValueError(f"unbalanced '[' in index {spec!r}")
+    return parts + [current]

@@ -782,13 +782,19 @@ class Draw:
 
     def index(self, shape: Sequence[int]) -> str | None:
         """An index (as ``getitem``/``setitem`` spell it) within the bounds of *shape*: integers,
-        slices, and loop counters whose values stay in bounds."""
+        slices, loop counters whose values stay in bounds, and at most one list of distinct integers
+        (advanced indexing: one list, where the frameworks and NumPy agree on the result's shape)."""
         if not shape:
             return None
         items = []
+        listed = False
         for size in shape[:self.integer(1, len(shape))]:
-            form = self.integer(0, 3)
-            if form == 0:
+            form = self.integer(0, 4)
+            if form == 4 and not listed:
+                listed = True
+                chosen = sorted({self.integer(0, size - 1) for _ in range(self.integer(1, 2))})
+                items.append("[" + ", ".join(map(str, chosen)) + "]")
+            elif form in (0, 4):
                 items.append(str(self.integer(-size, size - 1)))
             elif form == 1:
                 items.append(":")

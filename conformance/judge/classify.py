@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -25,13 +26,21 @@ import numpy as np
 from conformance.case.load import Case, Tolerance
 from conformance.ops import OBSERVATIONS, OPS
 
-__all__ = ["OUTCOMES", "classify", "compare", "default_tolerance"]
+__all__ = ["OUTCOMES", "Unjudged", "classify", "compare", "default_tolerance"]
 
 OUTCOMES = ("raises", "warns", "silent-correct", "silent-wrong", "aliases", "copies",
             "unsupported", "crash", "timeout", "error", "skipped")
 
 _DEFAULTS = {"float32": Tolerance(1e-5, 1e-6), "float16": Tolerance(1e-2, 1e-3),
              "bfloat16": Tolerance(1e-2, 1e-3), "float64": Tolerance(1e-9, 1e-12)}
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """A reference observation the reference cannot give, and why (elements a growing ``resize_`` left
+    undetermined): the framework's value is recorded, not judged."""
+
+    reason: str
 
 
 def default_tolerance(dtype: str) -> Tolerance:
@@ -161,7 +170,7 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
     if status in ("skipped", "unsupported", "crash", "timeout", "error"):
         details.update({k: v for k, v in reply.items() if k not in ("status", "observations")})
         return status, details
-    if reference_error is not None:
+    if reference_error is not None and reference is None:
         if status == "raised":  # what the framework did is known; there is just nothing to compare
             details["exception"] = _exception(case, reply)
             details["reference_note"] = f"the reference cannot run this case: {reference_error}"
@@ -169,8 +178,13 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
         details["message"] = f"the reference cannot run this case: {reference_error}"
         return "error", details
     assert reference is not None
+    # With reference_error, the reference stopped at a step it cannot model: what it gave before that step
+    # is judged, the values after it are recorded unjudged, and memory observations need no values.
+    stopped = None if reference_error is None else f"the reference cannot model a step: {reference_error}"
     observations = reply.get("observations", [])
-    details["observations"] = judged = _judge(case, observations, reference, spread or {})
+    details["observations"] = judged = _judge(case, observations, reference, spread or {}, stopped)
+    if stopped is not None:
+        details["reference_note"] = stopped + "; the values observed after it are recorded, not judged"
     errors = [o for o in judged if o.get("ok") is False]
     if errors:
         details["max_error"] = max(_error_size(o) for o in errors)
@@ -186,10 +200,15 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
     memory = [o for o in observations if o["kind"] in OBSERVATIONS and OBSERVATIONS[o["kind"]].memory]
     if memory:
         return ("aliases" if any(o["value"] for o in memory) else "copies"), details
-    correct = not errors
+    left_out = [o["name"] for o in judged if "not_judged" in o]
+    correct = None if left_out and not errors else not errors
     if reply.get("warnings"):
         details["correct"] = correct
         return "warns", details
+    if correct is None:  # nothing wrong among what could be judged, but the rest is unknown: no verdict
+        details["message"] = (f"the reference cannot judge {', '.join(left_out[:10])}; nothing it could judge "
+                              f"is wrong, and a case of values has no outcome without them")
+        return "error", details
     return ("silent-correct" if correct else "silent-wrong"), details
 
 
@@ -213,7 +232,7 @@ def misses_in_float32(details: Mapping[str, Any]) -> bool:
 
 
 def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping[str, Any],
-           spread: Mapping[str, Any]) -> list[dict]:
+           spread: Mapping[str, Any], stopped: str | None = None) -> list[dict]:
     judged = []
     expected = case.expected or {}
     by_number = case.steps_by_number
@@ -222,11 +241,16 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
         entry = dict(obs)
         step = by_number.get(obs.get("step"))
         if step is not None and step.op == "observe" and step.judged:
+            value = reference.get(obs["name"])
             if step.name in expected:
                 entry.update(compare(obs, expected[step.name], case.tolerance), judged_by="expected")
+            elif isinstance(value, Unjudged):
+                entry["not_judged"] = value.reason
             elif obs["name"] in reference:
                 allowance = spread.get(obs["name"]) if obs.get("dtype") == "float32" else None
-                entry.update(compare(obs, reference[obs["name"]], case.tolerance, allowance), judged_by="reference")
+                entry.update(compare(obs, value, case.tolerance, allowance), judged_by="reference")
+            elif stopped is not None and OBSERVATIONS[step.kind].judged:
+                entry["not_judged"] = stopped
             if memory_case:  # values in memory cases are evidence, not verdicts
                 entry["matches_reference"] = entry.pop("ok", None)
         elif step is not None and step.op == "observe" and OBSERVATIONS[step.kind].judged:

@@ -32,7 +32,7 @@ import numpy as np
 from conformance.case.load import Case, Step
 
 __all__ = ["Float32Rounding", "Machine", "ReferenceFailure", "ReferenceLimit", "ReferenceResult", "SPREAD_RUNS",
-           "Tensor", "Node", "float32_spread", "run_reference", "observation_key", "unbroadcast", "held_grad",
+           "Tensor", "Node", "float32_spread", "scatter", "run_reference", "observation_key", "unbroadcast", "held_grad",
            "zero_grad", "release_grad"]
 
 _ids = itertools.count()
@@ -68,10 +68,34 @@ class Node:
 class Storage:
     """A flat buffer that tensors and arrays look into."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "undetermined")
 
     def __init__(self, data: np.ndarray) -> None:
         self.data = data
+        #: elements no one has written since the storage grew (``resize_``): None when there are none
+        self.undetermined: np.ndarray | None = None
+
+    def grow(self, size: int) -> None:
+        """Reallocate to *size* elements, keeping the old ones, as a growing ``resize_`` does; every name
+        on this storage sees the new buffer, and the new elements hold whatever memory held."""
+        old = self.data.size
+        data = np.zeros(size, dtype=self.data.dtype)
+        data[:old] = self.data
+        undetermined = np.zeros(size, dtype=bool)
+        undetermined[old:] = True
+        if self.undetermined is not None:
+            undetermined[:old] = self.undetermined
+        self.data, self.undetermined = data, undetermined
+
+    def check_determined(self, positions: np.ndarray | slice) -> None:
+        if self.undetermined is not None and self.undetermined[positions].any():
+            raise ValueError("the values read include elements a growing resize_ left undetermined (memory "
+                             "no one has written): any value is possible")
+
+    def determined(self, positions: np.ndarray | slice) -> None:
+        """Elements written: their values are known from now on."""
+        if self.undetermined is not None:
+            self.undetermined[positions] = False
 
 
 class Tensor:
@@ -116,7 +140,9 @@ class Tensor:
         """The elements as storage holds them now (a copy)."""
         if self.start is not None:
             size = self._positions.size
+            self.storage.check_determined(slice(self.start, self.start + size))
             return self.storage.data[self.start:self.start + size].reshape(self._positions.shape).copy()
+        self.storage.check_determined(self.positions)
         return self.storage.data[self.positions]
 
     @property
@@ -126,7 +152,7 @@ class Tensor:
         base_node = self.base.node
         if self._derived is None or self._derived[0] is not base_node:
             rel, shape = self.rel, self.base.shape
-            self._derived = (base_node, Node(self.shape, ((base_node, lambda g: _scatter(shape, rel, g)),)))
+            self._derived = (base_node, Node(self.shape, ((base_node, lambda g: scatter(shape, rel, g)),)))
         return self._derived[1]
 
     @property
@@ -200,15 +226,29 @@ class ReferenceResult:
     """Reference observations by recorded name: arrays, or None for "no gradient"."""
 
     observations: dict[str, np.ndarray | None]
+    #: Where the value model stopped, and why, when it cannot model a step (only with ``partial``): the
+    #: observations before it stand; what a framework shows after it is judged without values (memory).
+    stopped: str | None = None
+    #: Observations the reference cannot give, by recorded name, with why (only with ``partial``): the
+    #: program goes on, e.g. past a read of elements that a growing ``resize_`` left undetermined.
+    unjudged: dict[str, str] = field(default_factory=dict)
 
 
-def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None) -> ReferenceResult:
-    """Interpret *case*; raise ReferenceFailure if it cannot, or if it has not finished
-    within *time_limit* seconds (a case may loop for ever).  With *rounding*, every value is rounded as
+def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None, *,
+                  partial: bool = False) -> ReferenceResult:
+    """Interpret *case*; raise ReferenceFailure if it cannot, or ReferenceLimit if it has not finished
+    within *time_limit* seconds (a case may loop for ever).  With *partial*, a step it cannot model ends
+    the value model there instead (``stopped``), and an observation it cannot give is left out
+    (``unjudged``): what it did model is still judged.  With *rounding*, every value is rounded as
     float32 arithmetic rounds it (:func:`float32_spread`)."""
-    machine = Machine(time.monotonic() + time_limit, rounding)
-    machine.run(case.steps)
-    return ReferenceResult(machine.observations)
+    machine = Machine(time.monotonic() + time_limit, rounding, partial=partial)
+    try:
+        machine.run(case.steps)
+    except ReferenceFailure as exc:
+        if not partial:
+            raise
+        return ReferenceResult(machine.observations, stopped=str(exc), unjudged=machine.unjudged)
+    return ReferenceResult(machine.observations, unjudged=machine.unjudged)
 
 
 #: Runs of the program in float32 behind :func:`float32_spread`: rounded to nearest, then stochastically.
@@ -228,7 +268,7 @@ def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 6
     spread: dict[str, np.ndarray | None] = {}
     for run in range(SPREAD_RUNS):
         rounded = run_reference(case, max(deadline - time.monotonic(), 0.001),
-                                Float32Rounding(rng if run else None)).observations
+                                Float32Rounding(rng if run else None), partial=True).observations
         for key, exact in reference.observations.items():
             value = rounded.get(key)
             if exact is None or value is None or np.shape(value) != np.shape(exact):
@@ -263,7 +303,9 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad
 
 
-def _scatter(shape: tuple[int, ...], rel: np.ndarray, grad: np.ndarray) -> np.ndarray:
+def scatter(shape: tuple[int, ...], rel: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """The gradient, for an array of *shape*, of its elements taken at the flat indices *rel*: each
+    element's share summed back where it was taken from (a view's, or a gather's, backward)."""
     out = np.zeros(int(np.prod(shape, dtype=np.int64)))
     np.add.at(out, rel.reshape(-1), np.broadcast_to(grad, rel.shape).reshape(-1))
     return out.reshape(shape)
@@ -331,8 +373,12 @@ class Float32Rounding:
 class Machine:
     """The reference's state while it interprets a case: names, grad mode, observations."""
 
-    def __init__(self, deadline: float = float("inf"), rounding: Float32Rounding | None = None) -> None:
+    def __init__(self, deadline: float = float("inf"), rounding: Float32Rounding | None = None,
+                 partial: bool = False) -> None:
         self.deadline = deadline
+        #: an observation it cannot give is left out (``unjudged``) rather than ending the run
+        self.partial = partial
+        self.unjudged: dict[str, str] = {}
         #: The reference itself computes in float64; with a rounding, the program computed in float32
         #: (:func:`float32_spread`): what ops compute on, and what becomes of each result.
         self.working = np.float64 if rounding is None else rounding.dtype
@@ -360,7 +406,11 @@ class Machine:
             except (ReferenceFailure, ReferenceLimit, MemoryError):
                 raise
             except Exception as exc:  # a numerical or shape problem in the case itself
-                raise ReferenceFailure(step, f"{type(exc).__name__}: {exc}") from exc
+                failure = ReferenceFailure(step, f"{type(exc).__name__}: {exc}")
+                if self.partial and step.op == "observe":  # the program goes on; only this value is unknown
+                    self.unjudged[observation_key(step.name, self.loop)] = str(failure)
+                    continue
+                raise failure from exc
 
     # -- names -----------------------------------------------------------------------
 
@@ -420,6 +470,7 @@ class Machine:
         values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
         if tensor.start is not None:  # in order, one after another: every element lands
             data[tensor.start:tensor.start + values.size] = values
+            tensor.storage.determined(slice(tensor.start, tensor.start + values.size))
             self._record_write(tensor, node)
             return
         flat = tensor.positions.reshape(-1)
@@ -431,6 +482,7 @@ class Machine:
                 raise ValueError("an in-place write through a view that overlaps itself gives one memory "
                                  "location different values: the result depends on the order of the writes")
         data[flat[lands]] = values[lands]
+        tensor.storage.determined(flat)
         self._record_write(tensor, node)
 
     def _record_write(self, tensor: Tensor, node: Node | None) -> None:

@@ -33,7 +33,8 @@ def _jsonable(value: np.ndarray | None) -> Any:
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
-    """The reference observations of the request's case; with ``"spread": true``, instead, how far float32
+    """The reference observations of the request's case, with where the value model stopped (``stopped``)
+    and the observations it cannot give (``unjudged``); with ``"spread": true``, instead, how far float32
     arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`)."""
     from conformance.case.load import case_from_message
     from conformance.judge.reference import ReferenceFailure, ReferenceLimit, float32_spread, run_reference
@@ -41,7 +42,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     limit = float(request.get("time_limit", 60))
     try:
         case = case_from_message(request)
-        result = run_reference(case, time_limit=limit)
+        result = run_reference(case, time_limit=limit, partial=True)
         if request.get("spread"):
             return {"status": "ok", "spread": {k: _jsonable(v) for k, v in float32_spread(case, result, limit).items()}}
     except ReferenceFailure as exc:
@@ -56,7 +57,12 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {"status": "limit", "message": f"the reference's observation {large[0]!r} has "
                 f"{np.size(result.observations[large[0]])} elements; the harness compares at most "
                 f"{MAX_OBSERVED_ELEMENTS} per observation"}
-    return {"status": "ok", "observations": {k: _jsonable(v) for k, v in result.observations.items()}}
+    reply: dict[str, Any] = {"status": "ok", "observations": {k: _jsonable(v) for k, v in result.observations.items()}}
+    if result.stopped is not None:
+        reply["stopped"] = result.stopped
+    if result.unjudged:
+        reply["unjudged"] = result.unjudged
+    return reply
 
 
 #: glibc's mallopt parameters.

@@ -8,7 +8,8 @@ adding an op is adding an entry to its family.
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import OBSERVATIONS, OPS, register, register_observation
-from conformance.ops import control, conversions, elementwise, modules, observations, tensors, views, writes  # noqa: F401  (fill the table)
+from conformance.ops import (control, conversions, elementwise, layout, modules, observations,  # noqa: F401
+                             tensors, views, writes)  # (fill the table)
 from conformance.ops.modules import MODULE_KINDS
 from conformance.ops.observations import Observation
 

@@ -216,3 +216,76 @@ def _reduction(name: str, fn: Callable) -> Op:
 register(_reduction("sum", lambda x: (np.asarray(x.sum()), [lambda g: np.broadcast_to(g, x.shape)])))
 register(_reduction("mean", lambda x: (np.asarray(x.mean()),
                                        [lambda g: np.broadcast_to(g / max(x.size, 1), x.shape)])))
+
+
+# -- functions with parameters: clip (both frameworks), scale_ (paddle's) ------------------------------
+
+
+def _clip(low: float, high: float) -> Callable:
+    """Clamped to [low, high]; the gradient passes where the input lies within the bounds, ends included
+    (torch's clamp backward; cases keep inputs off the bounds, where the frameworks' conventions differ)."""
+    def fn(x: Array):
+        return np.clip(x, low, high), [lambda g: np.where((x >= low) & (x <= high), g, 0.0)]
+    return fn
+
+
+def _check_bounds(data, scope, fail) -> None:
+    if not data["min"] <= data["max"]:
+        raise fail(f"min {data['min']!r} is above max {data['max']!r}")
+
+
+_BOUNDS = {"min": Field("number", required=True), "max": Field("number", required=True)}
+
+
+def _clip_fuzz(d):
+    x = d.pick("tensor")
+    if x is None:
+        return None
+    low, high = sorted((d.number(), d.number()))
+    return {"args": [x], "min": low, "max": high}
+
+
+def _clip_reference(in_place: bool):
+    def reference(m, s) -> None:
+        fn = _clip(float(s.fields["min"]), float(s.fields["max"]))
+        if in_place:
+            tensor = m.tensor(s.args[0])
+            m.inplace(tensor, fn)
+            m.bind(s, tensor)
+        else:
+            m.bind(s, m.new(fn, s.args[0]))
+    return reference
+
+
+def _bounds(w, s) -> tuple[str, str]:
+    return w.literal(s.fields["min"]), w.literal(s.fields["max"])
+
+
+register(Op(
+    "clip", "out = t.clip(min, max), out of place.", args=("tensor",), fields=dict(_BOUNDS),
+    check=_check_bounds, run_reference=_clip_reference(False), fuzz=_clip_fuzz,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "clip", *_bounds(w, s))),
+))
+register(Op(
+    "clip_", "t.clip_(min, max), in place.", args=("tensor",), out="optional", fields=dict(_BOUNDS),
+    check=_check_bounds, run_reference=_clip_reference(True), fuzz=_clip_fuzz,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "clip_", *_bounds(w, s))),
+))
+
+
+def _scale_reference(m, s) -> None:
+    scale, bias = float(s.fields["scale"]), float(s.fields["bias"])
+    tensor = m.tensor(s.args[0])
+    m.inplace(tensor, lambda x: (x * scale + bias, [lambda g: g * scale]))
+    m.bind(s, tensor)
+
+
+register(Op(
+    "scale_", "t.scale_(scale, bias): t * scale + bias in place (paddle's Tensor.scale_).", args=("tensor",),
+    out="optional", fields={"scale": Field("number", default=1.0), "bias": Field("number", default=0.0)},
+    run_reference=_scale_reference,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "scale_", f"scale={w.literal(s.fields['scale'])}",
+                                                       f"bias={w.literal(s.fields['bias'])}")),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "scale": d.number(), "bias": d.number()})(
+        d.pick("tensor")),
+))

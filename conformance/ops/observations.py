@@ -82,3 +82,6 @@ register_observation(Observation(
 register_observation(Observation(
     "same_object", "whether two names are the very same Python object (`a is b`)", "bool",
     lambda w, t: f"({t[0]} is {t[1]})", targets=2, arrays=True))
+register_observation(Observation(
+    "is_contiguous", "whether the tensor's elements lie in memory in order without gaps (t.is_contiguous())",
+    "bool", lambda w, t: f"{t[0]}.is_contiguous()"))

@@ -20,8 +20,17 @@ def _getitem_reference(m, s) -> None:
 
     source = m.get(s.args[0])
     index = s.index.resolve(m.counters)
-    if source.kind == "array" and np.ndim(source.value[index]) == 0:  # NumPy returns a scalar copy
-        m.bind(s, Tensor.fresh(source.value[index], kind="array"))
+    if source.kind == "array" and (s.index.advanced or np.ndim(source.value[index]) == 0):
+        m.bind(s, Tensor.fresh(source.value[index], kind="array"))  # NumPy gives a copy (a scalar, a gather)
+        return
+    if s.index.advanced:  # a gather: a copy the graph tracks, its gradient summed back where it read
+        def gather(x):
+            def back(g):
+                out = np.zeros(x.shape)
+                np.add.at(out, index, g)
+                return out
+            return x[index].copy(), [back]
+        m.bind(s, m.new(gather, s.args[0]))
         return
     m.bind(s, source.view(lambda a: a[index]))
 
@@ -33,7 +42,8 @@ def _setitem_reference(m, s) -> None:
 
 
 register(Op(
-    "getitem", "out = t[index]: a view (a slice, a row); of an array, an array.", args=("data",), binds="same",
+    "getitem", "out = t[index]: a view (a slice, a row); with a list in the index, a copy (advanced indexing); "
+    "of an array, an array.", args=("data",), binds="same",
     fields={"index": _INDEX},
     run_reference=_getitem_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {s.args[0]}[{s.index.source()}]"),
@@ -48,7 +58,8 @@ def _setitem_fuzz(d):
 
 
 register(Op(
-    "setitem", "t[index] = value: index assignment.", args=("data", "operand"), out="none",
+    "setitem", "t[index] = value: index assignment (with a list in the index, of the elements it names).",
+    args=("data", "operand"), out="none",
     fields={"index": _INDEX},
     run_reference=_setitem_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.index.source()}] = {w.arg(s, 1)}"),
@@ -136,14 +147,81 @@ def _contiguous(tensor) -> bool:
     return flat.size < 2 or bool(np.all(np.diff(flat) == 1))
 
 
+def _strides(tensor) -> tuple[int, list[int]] | None:
+    """The tensor's storage offset and strides (in elements), or None when its elements are not laid out
+    by strides (never for what the ops make)."""
+    positions = tensor.positions
+    if positions.size == 0:
+        return 0, [1] * positions.ndim
+    offset = int(positions.reshape(-1)[0])
+    strides = [int(positions[(0,) * k + (1,) + (0,) * (positions.ndim - k - 1)]) - offset if n > 1 else 1
+               for k, n in enumerate(positions.shape)]
+    laid = offset + sum((np.indices(positions.shape)[k] * stride for k, stride in enumerate(strides)),
+                        np.zeros(positions.shape, dtype=np.int64))
+    return (offset, strides) if np.array_equal(laid, positions) else None
+
+
+def _inferred(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
+    return np.empty(size).reshape(shape).shape  # -1 resolved, or NumPy's error for sizes that cannot be
+
+
+def view_strides(old_shape: tuple[int, ...], old_strides: list[int], new_shape: tuple[int, ...]) -> list[int] | None:
+    """The strides of a view of *new_shape* on elements laid out by *old_strides*, or None when no view
+    can have that shape: ATen's ``computeStride``, by which torch's ``view`` succeeds or raises and its
+    ``reshape`` returns a view or a copy."""
+    if not old_shape:
+        return [1] * len(new_shape)
+    if int(np.prod(old_shape)) == 0:
+        return [1] * len(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1
+                             and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return new_strides if view_d == -1 else None
+
+
+def _viewable(tensor, shape: tuple[int, ...]) -> bool:
+    if _contiguous(tensor):
+        return True
+    laid = _strides(tensor)
+    return laid is not None and view_strides(tensor.shape, laid[1], _inferred(shape, tensor.positions.size)) is not None
+
+
 def _reshaped(name: str):
+    """``view``: a view, where one can have the shape (torch raises otherwise); ``reshape``: a view where one
+    can, else a copy the graph tracks (torch documents "a view of input when possible, otherwise a copy")."""
     def reference(m, s) -> None:
         source = m.tensor(s.args[0])
-        if not _contiguous(source):  # torch's view raises here and its reshape copies: not a view
-            raise ValueError(f"{name} of a tensor whose elements are not contiguous is not modelled")
         shape = tuple(s.fields["shape"])
-        m.bind(s, source.view(lambda a: a.reshape(shape)))
+        if _viewable(source, shape):
+            m.bind(s, source.view(lambda a: a.reshape(shape)))
+        elif name == "reshape":
+            m.bind(s, m.new(lambda x: (x.reshape(shape).copy(), [lambda g: np.reshape(g, x.shape)]), s.args[0]))
+        else:
+            raise ValueError(f"{name} of a tensor whose strides no view of shape {list(shape)} has: "
+                             f"the frameworks refuse it")
     return reference
+
+
+def _contiguous_reference(m, s) -> None:
+    source = m.tensor(s.args[0])
+    if _contiguous(source):  # the tensor itself ("returns the self tensor", in both frameworks' words)
+        m.bind(s, source)
+    else:
+        m.bind(s, m.new(lambda x: (x.copy(), [lambda g: g]), s.args[0]))
 
 
 def _expand_reference(m, s) -> None:
@@ -237,12 +315,17 @@ register(Op(
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "expand", _sizes(s.fields["shape"]))),
 ))
 register(Op(
-    "reshape", "out = t.reshape(*shape) of a contiguous tensor: a view.", args=("tensor",),
+    "contiguous", "out = t.contiguous(): t itself when its elements lie in order, else a copy the graph tracks.",
+    args=("tensor",), run_reference=_contiguous_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "contiguous")),
+))
+register(Op(
+    "reshape", "out = t.reshape(*shape): a view where one can have the shape, else a copy.", args=("tensor",),
     fields={"shape": _SHAPE}, run_reference=_reshaped("reshape"), fuzz=_reshape_fuzz,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "reshape", _sizes(s.fields["shape"]))),
 ))
 register(Op(
-    "view", "out = t.view(*shape): a view with another shape (the input must be contiguous).",
+    "view", "out = t.view(*shape): a view with another shape (one the input's strides allow).",
     args=("tensor",), fields={"shape": _SHAPE}, run_reference=_reshaped("view"), fuzz=_reshape_fuzz,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "view", _sizes(s.fields["shape"]))),
 ))

@@ -1,23 +1,17 @@
-"""Writes into a tensor that are not element-wise math: copy_, set_value, transpose_, resize_, set_.
+"""Writes of values into a tensor that are not element-wise math: copy_, set_value, assign_to,
+index_copy_, masked_fill_.
 
-``copy_`` and ``set_value`` write values into a tensor's storage; ``transpose_``,
-``resize_`` and ``set_`` change which storage positions the tensor itself looks
-at (its shape, its strides, or its storage), leaving other names on the old
-storage as they were.
-
+They write into the tensor's storage; what the tensor looks at stays (``ops/layout.py`` changes that).
 Their meaning for gradients (``docs/reference.md``):
 
-* ``copy_`` is a tracked write in grad mode: the tensor takes the source's
-  values, so the gradient flows to the source and none to the values it held
-  (``torch.Tensor.copy_`` is differentiable; Paddle's ``Tensor.copy_`` is
-  documented as aligned with it).
-* ``set_value`` is Paddle's way to overwrite a tensor's values from an array
-  or a tensor; it records no history, like a write under ``no_grad``.
-* ``transpose_``, ``resize_`` and ``set_`` in grad mode give the tensor a new
-  history on top of the old one (a transposed, a truncated-and-reshaped, or
-  the source's values), so a leaf that requires grad still receives the
-  gradient of the value it had; under ``no_grad`` a leaf stays a leaf with its
-  new shape.
+* ``copy_`` and ``assign_to`` are tracked writes in grad mode: the tensor takes the source's values, so
+  the gradient flows to the source and none to the values it held (``torch.Tensor.copy_`` is
+  differentiable; Paddle's ``Tensor.copy_`` is documented as aligned with it, and ``paddle.assign`` into
+  an ``output`` records the assignment as an in-place op of the output).
+* ``index_copy_`` and ``masked_fill_`` are tracked writes of some elements: the gradient of the elements
+  written flows to the source (or nowhere, for a filled value), the others keep theirs.
+* ``set_value`` is Paddle's way to overwrite a tensor's values from an array or a tensor; it records no
+  history, like a write under ``no_grad``.
 """
 
 from __future__ import annotations
@@ -26,31 +20,6 @@ import numpy as np
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
-from conformance.ops.views import _transposed, _two_dims
-
-
-def _not_a_view(m, name: str, op: str):
-    tensor = m.tensor(name)
-    if tensor.base is not None:
-        raise ValueError(f"{op} on a view is not modelled")
-    return tensor
-
-
-def _rehistory(m, tensor, old, shape: tuple[int, ...], parents: tuple, op: str) -> None:
-    """The tensor's history after a write that changed its shape or storage.
-
-    In grad mode, with a parent that requires grad: a node on top of the old history.
-    Otherwise a leaf stays a leaf (with its new shape), and a tensor that requires no
-    grad stays one; a non-leaf that requires grad changed outside grad mode is not modelled.
-    """
-    from conformance.judge.reference import Node
-
-    if m.grad_enabled and any(parent.requires_grad for parent, _ in parents):
-        tensor._node = Node(shape, parents)
-    elif old.leaf is tensor or not old.requires_grad:
-        tensor._node = Node(shape, leaf=tensor if old.requires_grad else None, requires_grad=old.requires_grad)
-    else:
-        raise ValueError(f"{op} on a non-leaf that requires grad, outside grad mode, is not modelled")
 
 
 # -- copy_ and set_value: values into storage -----------------------------------------------
@@ -104,93 +73,108 @@ register(Op(
 ))
 
 
-# -- transpose_, resize_, set_: the tensor looks at other positions ---------------------------
+# -- assign_to, index_copy_, masked_fill_: tracked writes of a source, or of some elements --------------
 
 
-def _transpose_reference(m, s) -> None:
-    tensor = _not_a_view(m, s.args[0], "transpose_")
-    take = _transposed(s.fields["dims"])
-    old = tensor.node
-    tensor.positions = take(tensor.positions)
-    _rehistory(m, tensor, old, tensor.shape, ((old, take),), "transpose_")  # a swap is its own inverse
+def _assign_to_spell(w, s) -> None:
+    call = f"{w.a.root}.assign"  # paddle.assign(x, output); a framework without it is unsupported
+    w.a.require_parameter(call, "output")
+    w.emit(w.bind(s) + f"{call}({s.args[0]}, output={s.args[1]})")
 
 
-def _check_sizes(data, scope, fail) -> None:
-    if any(size < 0 for size in data["shape"]):
-        raise fail(f"shape must list sizes (no negative entries), not {data['shape']!r}")
+def _assign_to_reference(m, s) -> None:
+    output = m.tensor(s.args[1])
+
+    def fn(old, source):
+        return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
+
+    value, node = m.compute(fn, output, s.args[0])
+    m.write(output, value, node)
+    m.bind(s, output)
 
 
-def _resize_reference(m, s) -> None:
-    tensor = _not_a_view(m, s.args[0], "resize_")
-    shape = tuple(s.fields["shape"])
-    count = int(np.prod(shape, dtype=np.int64))
-    flat = tensor.positions.reshape(-1)
-    if flat.size > 1 and not np.all(np.diff(flat) == 1):
-        raise ValueError("resize_ of a tensor whose elements are not contiguous in storage is not modelled")
-    if count > flat.size:
-        raise ValueError("resize_ to more elements leaves the new ones undetermined: not modelled")
-    old, old_shape = tensor.node, tensor.shape
-    tensor.positions = flat[:count].reshape(shape)
+def _index_copy_reference(m, s) -> None:
+    rows = np.asarray(s.fields["rows"], dtype=np.int64)
+    target = m.tensor(s.args[0]).view(lambda a: a[rows])
 
-    def back(g):
-        full = np.zeros(flat.size)
-        full[:count] = np.asarray(g, dtype=np.float64).reshape(-1)
-        return full.reshape(old_shape)
+    def fn(old, source):
+        return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
 
-    _rehistory(m, tensor, old, shape, ((old, back),), "resize_")
+    value, node = m.compute(fn, target, s.args[1])
+    m.write(target, value, node)
 
 
-def _set_reference(m, s) -> None:
-    tensor = _not_a_view(m, s.args[0], "set_")
-    source = m.tensor(s.args[1])
-    old = tensor.node
-    tensor.storage, tensor.positions = source.storage, source.positions.copy()
-    _rehistory(m, tensor, old, source.shape,
-               ((old, lambda g: np.zeros(old.shape)), (source.node, lambda g: g)), "set_")
+def _check_rows(data, scope, fail) -> None:
+    if not data["rows"] or any(i < 0 for i in data["rows"]):
+        raise fail(f"rows must list row numbers (not negative), not {data['rows']!r}")
 
 
-def _not_a_view_fuzz(d, nonempty: bool = False):
-    return d.pick("tensor", where=lambda f: not f.view and (len(f.shape) > 0 if nonempty else f.size > 0))
+def _index_copy_fuzz(d):
+    """Distinct rows of a tensor of at least one dimension, and a source of those rows' shape."""
+    target = d.pick("tensor", where=lambda f: len(f.shape) >= 1 and f.shape[0] > 0)
+    if target is None:
+        return None
+    shape = d.shape(target)
+    rows = sorted({d.integer(0, shape[0] - 1) for _ in range(d.integer(1, shape[0]))})
+    source = d.tensor((len(rows), *shape[1:]))
+    return None if source is None else {"args": [target, source], "rows": rows}
 
 
-def _transpose_fuzz(d):
-    x = _not_a_view_fuzz(d, nonempty=True)
-    return None if x is None else {"args": [x], "dims": [d.dim(len(d.shape(x))) for _ in "ab"]}
+def _mask(data) -> np.ndarray:
+    return np.asarray(data, dtype=bool)
 
 
-def _resize_fuzz(d):
-    """No more elements than the tensor has: a vector, or a matrix when the count allows."""
-    x = _not_a_view_fuzz(d)
+def _check_mask(data, scope, fail) -> None:
+    def flat(value):
+        return [x for item in value for x in flat(item)] if isinstance(value, list) else [value]
+    if not all(x in (0, 1) for x in flat(data["mask"])):
+        raise fail(f"mask must hold 0s and 1s (or false and true), not {data['mask']!r}")
+
+
+def _masked_fill_reference(m, s) -> None:
+    tensor = m.tensor(s.args[0])
+    mask = np.broadcast_to(_mask(s.fields["mask"]), tensor.shape)
+    fill = float(s.fields["value"])
+    m.inplace(tensor, lambda x: (np.where(mask, fill, x), [lambda g: np.where(mask, 0.0, g)]))
+    m.bind(s, tensor)
+
+
+def _masked_fill_spell(w, s) -> None:
+    mask = w.a.tensor(w.literal(_mask(s.fields["mask"]).tolist()), "bool", False)
+    w.emit(w.bind(s) + w.method(s.args[0], "masked_fill_", mask, w.literal(s.fields["value"])))
+
+
+def _masked_fill_fuzz(d):
+    x = d.pick("tensor", where=lambda f: f.size > 0)
     if x is None:
         return None
-    count = d.integer(1, d.facts(x).size)
-    return {"args": [x], "shape": list(d.choice([(count,)] + [(a, count // a) for a in (2, 3) if count % a == 0]))}
-
-
-def _set_fuzz(d):
-    x = _not_a_view_fuzz(d)
-    source = None if x is None else d.tensor(fresh=d.new_shape())
-    return None if source is None else {"args": [x, source]}
+    shape = d.shape(x)
+    mask = np.zeros(shape, dtype=np.int64)
+    mask.reshape(-1)[d.integer(0, mask.size - 1)] = 1
+    return {"args": [x], "mask": mask.tolist(), "value": d.number()}
 
 
 register(Op(
-    "transpose_", "t.transpose_(d0, d1): swap two dimensions of t itself (its strides), in place.",
-    args=("tensor",), out="none", fields={"dims": Field("ints", required=True, doc="the two dimensions to swap")},
-    check=_two_dims, run_reference=_transpose_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "transpose_", *map(str, s.fields["dims"]))),
-    fuzz=_transpose_fuzz,
+    "assign_to", "paddle.assign(x, output): x's values written into output in place (tracked, as copy_).",
+    args=("tensor", "tensor"), out="optional",
+    run_reference=_assign_to_reference, run_spell=_assign_to_spell,
+    fuzz=lambda d: (lambda out: None if out is None else (
+        lambda x: None if x is None else {"args": [x, out]})(d.tensor(d.shape(out))))(d.pick("tensor")),
 ))
 register(Op(
-    "resize_", "t.resize_(shape): t looks at the first elements of its storage with a new shape "
-    "(no more elements than it has).", args=("tensor",), out="none",
-    fields={"shape": Field("ints", required=True, doc="the new sizes")},
-    check=_check_sizes, run_reference=_resize_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "resize_", "[" + ", ".join(map(str, s.fields["shape"])) + "]")),
-    fuzz=_resize_fuzz,
+    "index_copy_", "t.index_copy_(0, rows, src): t's rows replaced by src's rows in place (tracked); "
+    "paddle's users write t.scatter_(rows, src).", args=("tensor", "tensor"), out="none",
+    fields={"rows": Field("ints", required=True, doc="the rows to replace, each once")},
+    check=_check_rows, run_reference=_index_copy_reference,
+    run_spell=lambda w, s: w.emit(w.method(s.args[0], "index_copy_", "0",
+                                           w.a.tensor(w.literal(s.fields["rows"]), "int64", False), s.args[1])),
+    fuzz=_index_copy_fuzz,
 ))
 register(Op(
-    "set_", "t.set_(src): t shares src's storage, shape and strides from now on.",
-    args=("tensor", "tensor"), out="none", run_reference=_set_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "set_", s.args[1])),
-    fuzz=_set_fuzz,
+    "masked_fill_", "t.masked_fill_(mask, value): value where mask is true, in place (tracked: no gradient "
+    "flows through the filled elements).", args=("tensor",), out="optional",
+    fields={"mask": Field("numbers", required=True, doc="0s and 1s, broadcast to t's shape"),
+            "value": Field("number", required=True)},
+    check=_check_mask, run_reference=_masked_fill_reference, run_spell=_masked_fill_spell,
+    fuzz=_masked_fill_fuzz,
 ))

@@ -99,6 +99,11 @@ def _markdown(record: Record) -> str:
                          + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""))
     if record.outcome == "warns" and record.correct is not None:
         parts.append("result correct" if record.correct else "result **wrong**")
+    unjudged = _unjudged(record)
+    if unjudged:
+        parts.append("not judged: " + ", ".join(code(n) for n in unjudged[:4])
+                     + (f" and {len(unjudged) - 4} more" if len(unjudged) > 4 else "")
+                     + f" ({text(_shorten(_first_line(_unjudged_reason(record)), 200))})")
     warnings = _distinct_warnings(record, 200)
     parts += [f"warning {code(category)}: {text(message)}" for category, message in warnings[:3]]
     if len(warnings) > 3:
@@ -109,6 +114,15 @@ def _markdown(record: Record) -> str:
     if record.signal:
         parts.append(f"signal {record.signal}")
     return "; ".join(parts)
+
+
+def _unjudged(record: Record) -> list[str]:
+    """Observations recorded but not judged: the reference cannot give their values."""
+    return [str(o.get("name")) for o in record.details.get("observations") or () if o.get("not_judged")]
+
+
+def _unjudged_reason(record: Record) -> str:
+    return next(str(o["not_judged"]) for o in record.details.get("observations") or () if o.get("not_judged"))
 
 
 def _observation_line(observation: Mapping[str, Any]) -> str:
@@ -132,6 +146,9 @@ def _text(record: Record) -> str:
         lines.append(f"  and {len(wrong) - 8} more wrong observations")
     if record.outcome == "warns" and record.correct is not None:
         lines.append("  result correct" if record.correct else "  result wrong")
+    unjudged = _unjudged(record)
+    if unjudged:
+        lines.append(f"  not judged: {', '.join(unjudged[:8])} ({_unjudged_reason(record)})")
     warnings = _distinct_warnings(record, 300)
     lines += [f"  warning {category}: {message}" for category, message in warnings[:3]]
     for key, value in (("reason", record.reason), ("message", record.message), ("signal", record.signal)):
