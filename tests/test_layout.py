@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 from conformance.case.load import load_case
+from conformance.engine import Engine
 from conformance.judge.reference import ReferenceFailure, run_reference
 from conformance.ops.views import view_strides
+
+from .conftest import framework_params
 
 
 def run(write_case, steps: str, **kwargs):
@@ -171,3 +174,56 @@ def test_a_step_the_reference_cannot_model_keeps_what_it_observed_before(write_c
   - {observe: value, of: x, name: after}
 """, partial=True)
     assert list(result.observations) == ["before"] and "resize_ on a view is not modelled" in result.stopped
+
+
+def test_detaching_a_base_in_place_does_not_detach_the_views_taken_before(write_case) -> None:
+    """torch's test_autograd.py TestAutograd.test_detach_base."""
+    obs = run(write_case, """\
+  - {op: tensor, out: x, value: [1.0, 2.0, 3.0], requires_grad: true}
+  - {op: mul, args: [x, 2.0], out: base}
+  - {op: getitem, args: [base], index: "0:2", out: view}
+  - {op: detach_, args: [base]}
+  - {observe: requires_grad, of: base}
+  - {op: sum, args: [view], out: loss}
+  - {op: backward, args: [loss]}
+  - {observe: grad, of: x}
+""").observations
+    np.testing.assert_array_equal(obs["grad(x)"], [2.0, 2.0, 0.0])
+
+
+NOT_MODELLED = """
+    id: not_modelled_then_memory
+    title: a step the reference cannot model (requires_grad_ on a view), then values and memory
+    steps:
+      - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: getitem, args: [x], index: "0", out: row}
+      - {observe: value, of: row, name: before}
+      - {op: requires_grad_, args: [row]}
+      - {op: mul, args: [row, 2.0], out: y}
+      - {observe: value, of: y, name: after}
+      - {observe: version, of: x}
+      - {observe: is_leaf, of: row}
+      - {observe: shares_memory, of: [row, x]}
+"""
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_a_cell_whose_step_the_reference_cannot_model_keeps_its_model_free_observations(
+        write_case, framework: str) -> None:
+    """The worker's observations are all recorded; what needs no value model (memory, version, is_leaf) is
+    judged and decides the cell; values before the step are judged, values after it are left out with why."""
+    engine = Engine(timeout=120)
+    try:
+        record = engine.run_cell(load_case(write_case(NOT_MODELLED)), framework, "cpu")
+    finally:
+        engine.close()
+    details = record["details"]
+    if record["outcome"] == "raises":  # a framework may refuse requires_grad_ on a view: that is its answer
+        assert "requires_grad_" in details["exception"]["op"], details
+        return
+    assert record["outcome"] in ("aliases", "copies"), details
+    observed = {o["name"]: o for o in details["observations"]}
+    assert set(observed) == {"before", "after", "version(x)", "is_leaf(row)", "shares_memory(row, x)"}
+    assert observed["before"]["matches_reference"] is True
+    assert "requires_grad_ on a view is not modelled" in observed["after"]["not_judged"]
+    assert "requires_grad_" in details["reference_note"]

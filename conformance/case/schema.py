@@ -26,7 +26,8 @@ _ID = "^" + ID_PATTERN.pattern.removesuffix(r"\Z") + "$"
 _NAME_CHARS = _NAME[1:-1]
 # One index item as conformance.index.parse_index reads it: integer, loop variable or slice.
 _BOUND = r"\s*(?:-?\d+)?\s*"
-_INDEX_ITEM = rf"\s*(?:-?\d+|{_NAME_CHARS}|{_BOUND}(?::{_BOUND}){{1,2}})\s*"
+_INDEX_LIST = r"\[\s*-?\d+\s*(?:,\s*-?\d+\s*)*\]"  # advanced indexing: a list of integers
+_INDEX_ITEM = rf"\s*(?:-?\d+|{_NAME_CHARS}|{_BOUND}(?::{_BOUND}){{1,2}}|{_INDEX_LIST})\s*"
 _INDEX = rf"^{_INDEX_ITEM}(?:,{_INDEX_ITEM})*$"
 
 

@@ -115,6 +115,9 @@ class Tensor:
         self.rel = rel  # the view's elements as flat indices into its base
         self.grad: np.ndarray | None = None
         self._derived: tuple[Node, Node] | None = None
+        #: the history the views taken before a ``detach_`` of this tensor keep following (torch's
+        #: test_detach_base: "detaching base does not detach view"), until a tracked write gives it another
+        self.history_for_views: Node | None = None
 
     @classmethod
     def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor") -> "Tensor":
@@ -149,7 +152,7 @@ class Tensor:
     def node(self) -> Node:
         if self.base is None:
             return self._node
-        base_node = self.base.node
+        base_node = self.base.history_for_views or self.base.node
         if self._derived is None or self._derived[0] is not base_node:
             rel, shape = self.rel, self.base.shape
             self._derived = (base_node, Node(self.shape, ((base_node, lambda g: scatter(shape, rel, g)),)))
@@ -490,10 +493,11 @@ class Machine:
         if node is None or not self.grad_enabled:
             return
         if tensor.base is None:
-            tensor._node = node
+            tensor._node, tensor.history_for_views = node, None
         else:
             base = tensor.base
-            base._node = _copy_slices(base.node, base.shape, tensor.rel, node)
+            base._node = _copy_slices(base.history_for_views or base.node, base.shape, tensor.rel, node)
+            base.history_for_views = None
 
     def inplace(self, tensor: Tensor, fn: Callable[..., tuple[np.ndarray, Sequence[Vjp]]], *others: Any) -> None:
         """``tensor = fn(tensor, *others)`` written in place."""

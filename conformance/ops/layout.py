@@ -295,10 +295,14 @@ def _set_data_reference(m, s) -> None:
 
 
 def _detach_reference(m, s) -> None:
-    """``t.detach_()``: t leaves the graph on the same storage (a view no longer follows its base's history)."""
+    """``t.detach_()``: t leaves the graph on the same storage.  A view no longer follows its base's
+    history; views taken of t before keep the history they had (torch's test_detach_base: "detaching
+    base does not detach view")."""
     from conformance.judge.reference import Node
 
     tensor = m.tensor(s.args[0])
+    if tensor.base is None and tensor.node.requires_grad:
+        tensor.history_for_views = tensor.node
     tensor.base, tensor.rel, tensor._derived = None, None, None
     tensor._node = Node(tensor.shape)
     m.bind(s, tensor)
