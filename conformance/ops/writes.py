@@ -25,14 +25,19 @@ from conformance.ops._registry import register
 # -- copy_ and set_value: values into storage -----------------------------------------------
 
 
-def _copy_reference(m, s) -> None:
-    target = m.tensor(s.args[0])
+def _takes_source(old, source):
+    """The target takes the source's values: the gradient flows to the source, none to what it held."""
+    return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
 
-    def fn(old, source):
-        return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
 
-    value, node = m.compute(fn, target, s.args[1])
+def _write_from(m, target, source) -> None:
+    """A tracked write of *source*'s values (broadcast) into *target*."""
+    value, node = m.compute(_takes_source, target, source)
     m.write(target, value, node)
+
+
+def _copy_reference(m, s) -> None:
+    _write_from(m, m.tensor(s.args[0]), s.args[1])
 
 
 def _set_value_reference(m, s) -> None:
@@ -84,24 +89,13 @@ def _assign_to_spell(w, s) -> None:
 
 def _assign_to_reference(m, s) -> None:
     output = m.tensor(s.args[1])
-
-    def fn(old, source):
-        return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
-
-    value, node = m.compute(fn, output, s.args[0])
-    m.write(output, value, node)
+    _write_from(m, output, s.args[0])
     m.bind(s, output)
 
 
 def _index_copy_reference(m, s) -> None:
     rows = np.asarray(s.fields["rows"], dtype=np.int64)
-    target = m.tensor(s.args[0]).view(lambda a: a[rows])
-
-    def fn(old, source):
-        return np.broadcast_to(source, old.shape).copy(), [lambda g: np.zeros_like(old), lambda g: g]
-
-    value, node = m.compute(fn, target, s.args[1])
-    m.write(target, value, node)
+    _write_from(m, m.tensor(s.args[0]).view(lambda a: a[rows]), s.args[1])
 
 
 def _check_rows(data, scope, fail) -> None:
