@@ -387,3 +387,23 @@ def test_one_page_keeps_everything_on_the_output(tmp_path: Path) -> None:
     report = output.read_text()
     assert "## Behaviour by version" in report and "### `hidden_reuse`" in report
     assert not (tmp_path / "r").exists()
+
+
+def test_a_report_is_the_same_wherever_the_results_were_recorded(tmp_path: Path, monkeypatch) -> None:
+    """Records name case files by the absolute path they ran from (this machine, a CI runner, a matrix
+    job); the report links the file at the same place under ``cases/`` of the tree it is built in."""
+    (tmp_path / "cases" / "t").mkdir(parents=True)
+    (tmp_path / "cases" / "t" / "here.yaml").write_text(
+        "id: here\ntitle: t\nsource: seed 001\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n"
+        "  - {observe: value, of: x}\n")
+    (tmp_path / "reports").mkdir()
+    monkeypatch.chdir(tmp_path)
+    records = [{**record("here", "torch", "2.13.0", "silent-correct", topic="t"),
+                "case_file": "/another/checkout/cases/t/here.yaml"},
+               {**record("gone", "torch", "2.13.0", "silent-correct", topic="t"),
+                "case_file": "/another/checkout/cases/t/gone.yaml"}]
+    merged, sources = load_sources([write(tmp_path / "r.jsonl", records)])
+    from conformance.report.render import case_attributions
+    report = render_report(merged, sources, attributions=case_attributions(merged), link_base=tmp_path / "reports")
+    assert "case file [`cases/t/here.yaml`](./../cases/t/here.yaml); source: seed 001" in report
+    assert "case file `/another/checkout/cases/t/gone.yaml`" in report  # not in this tree: the path as recorded

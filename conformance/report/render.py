@@ -116,19 +116,37 @@ def default_results(directory: Path | str) -> list[Path]:
 
 
 def case_attributions(records: Iterable[Record]) -> dict[str, str]:
-    """The ``source:`` line of each case file still on disk (where the case came from)."""
+    """The ``source:`` line of each case file still in this tree (where the case came from)."""
     from conformance.case.load import load_case
 
     found: dict[str, str] = {}
     for record in records:
-        path = record.case_file
-        if record.case in found or not path or not Path(path).is_file():
+        path = in_tree(record.case_file) if record.case_file else None
+        if record.case in found or path is None:
             continue
         try:
             found[record.case] = load_case(path).source
         except Exception:  # a case file edited since the run: the report still renders
             continue
     return found
+
+
+def in_tree(path: str) -> Path | None:
+    """A recorded case file as a path in this tree (relative to the current directory), or None.
+
+    Records name case files by the absolute path they ran from, which differs between checkouts (this
+    machine, a CI runner, a matrix job); a path outside this tree is taken at the same place under its
+    last ``cases`` folder, when this tree has that file, so a report is the same wherever it is built."""
+    target = Path(path)
+    try:
+        return target.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        pass
+    parts = target.parts
+    if "cases" not in parts:
+        return None
+    same_place = Path(*parts[len(parts) - 1 - parts[::-1].index("cases"):])
+    return same_place if same_place.is_file() else None
 
 
 def _cell_badge(record: Record) -> str:
@@ -138,15 +156,14 @@ def _cell_badge(record: Record) -> str:
 
 
 def _display_path(path: str, relative_to: Path | None) -> str:
-    """The case file as a link relative to the report, or as a path when it is outside the tree."""
-    target = Path(path)
-    try:
-        shown = target.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except (ValueError, OSError):
+    """The case file as a link relative to the report, or as a path when it is not in this tree."""
+    here = in_tree(path)
+    if here is None:
         return code(path)
+    shown = here.as_posix()
     if relative_to is None:
         return code(shown)
-    link = Path(os.path.relpath(target.resolve(), relative_to.resolve())).as_posix()
+    link = Path(os.path.relpath(here.resolve(), relative_to.resolve())).as_posix()
     # Percent-encoded, and always relative ("./" first): a file name cannot close the link, add markup
     # or become a link of another scheme ("javascript:").
     return f"[{code(shown)}](./{urllib.parse.quote(link, safe='/')})"
