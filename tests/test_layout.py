@@ -227,3 +227,22 @@ def test_a_cell_whose_step_the_reference_cannot_model_keeps_its_model_free_obser
     assert observed["before"]["matches_reference"] is True
     assert "requires_grad_ on a view is not modelled" in observed["after"]["not_judged"]
     assert "requires_grad_" in details["reference_note"]
+
+
+def test_a_view_keeps_its_elements_when_its_base_rearranges_itself_in_place(write_case) -> None:
+    """v = x[0] looks at x's first row; x.t_() then swaps x's own dimensions: v still looks at the same
+    memory (w[0, :]), and its gradient goes there, through x's rearrangement."""
+    obs = run(write_case, """\
+  - {op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+  - {op: mul, args: [w, 1.0], out: x}
+  - {op: getitem, args: [x], index: "0", out: v}
+  - {op: t_, args: [x]}
+  - {observe: value, of: v}
+  - {op: tensor, out: c, value: [10.0, 100.0]}
+  - {op: mul, args: [v, c], out: p}
+  - {op: sum, args: [p], out: loss}
+  - {op: backward, args: [loss]}
+  - {observe: grad, of: w}
+""").observations
+    np.testing.assert_array_equal(obs["value(v)"], [1.0, 2.0])
+    np.testing.assert_array_equal(obs["grad(w)"], [[10.0, 100.0], [0.0, 0.0]])

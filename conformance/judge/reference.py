@@ -112,7 +112,8 @@ class Tensor:
         self._node = node if node is not None else Node(positions.shape)
         self.kind = kind
         self.base = base  # a tracked view: its history is derived from its base's
-        self.rel = rel  # the view's elements as flat indices into its base
+        self.rel = rel  # the view's elements as flat indices into its base (as the base lay: see relation())
+        self._base_layout = None if base is None else base.positions
         self.grad: np.ndarray | None = None
         self._derived: tuple[Node, Node] | None = None
         #: the history the views taken before a ``detach_`` of this tensor keep following (torch's
@@ -153,8 +154,13 @@ class Tensor:
         if self.base is None:
             return self._node
         base_node = self.base.history_for_views or self.base.node
-        if self._derived is None or self._derived[0] is not base_node:
-            rel, shape = self.rel, self.base.shape
+        if self._derived is None or self._derived[0] is not base_node or self.base.positions is not self._base_layout:
+            shape = self.base.shape
+            try:
+                rel = self.relation()
+            except ValueError as exc:  # the values are still known; only a gradient through it is not
+                self._derived = (base_node, Node(self.shape, ((base_node, _unmodelled(str(exc))),)))
+                return self._derived[1]
             self._derived = (base_node, Node(self.shape, ((base_node, lambda g: scatter(shape, rel, g)),)))
         return self._derived[1]
 
@@ -176,7 +182,26 @@ class Tensor:
         positions = self.positions.reshape(-1)[rel_here]
         if self.base is None:
             return Tensor(self.storage, positions, kind=self.kind, base=self, rel=rel_here)
-        return Tensor(self.storage, positions, kind=self.kind, base=self.base, rel=self.rel.reshape(-1)[rel_here])
+        return Tensor(self.storage, positions, kind=self.kind, base=self.base,
+                      rel=self.relation().reshape(-1)[rel_here])
+
+    def relation(self) -> np.ndarray:
+        """The view's elements as flat indices into its base as the base lies now: a base that rearranged
+        its own elements in place since (``t_``, ``transpose_``, ``resize_``) has them elsewhere, and the
+        view, which keeps its own, is found among them by storage position."""
+        base = self.base
+        if base.positions is self._base_layout:
+            return self.rel
+        flat, mine = base.positions.reshape(-1), self.positions.reshape(-1)
+        if base.storage is not self.storage:
+            raise ValueError("a view of a tensor that now looks at other storage (set_, t.data = src) is not "
+                             "modelled")
+        order = np.argsort(flat, kind="stable")
+        found = np.clip(np.searchsorted(flat[order], mine), 0, max(flat.size - 1, 0))
+        if flat.size == 0 or not np.array_equal(flat[order][found], mine):
+            raise ValueError("a view of elements its base no longer looks at (after resize_) is not modelled")
+        self.rel, self._base_layout = order[found].reshape(self.positions.shape), base.positions
+        return self.rel
 
 
 @dataclass
@@ -304,6 +329,13 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         if size == 1 and grad.shape[axis] != 1:
             grad = grad.sum(axis=axis, keepdims=True)
     return grad
+
+
+def _unmodelled(reason: str) -> Vjp:
+    """A vector-Jacobian product the reference cannot give: a backward through it stops the reference."""
+    def vjp(g: np.ndarray) -> np.ndarray:
+        raise ValueError(reason)
+    return vjp
 
 
 def scatter(shape: tuple[int, ...], rel: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -496,7 +528,7 @@ class Machine:
             tensor._node, tensor.history_for_views = node, None
         else:
             base = tensor.base
-            base._node = _copy_slices(base.history_for_views or base.node, base.shape, tensor.rel, node)
+            base._node = _copy_slices(base.history_for_views or base.node, base.shape, tensor.relation(), node)
             base.history_for_views = None
 
     def inplace(self, tensor: Tensor, fn: Callable[..., tuple[np.ndarray, Sequence[Vjp]]], *others: Any) -> None:

@@ -57,7 +57,7 @@ def _rearrange(m, name: str, take: _Take, op: str) -> None:
     here = np.asarray(take(np.arange(tensor.positions.size).reshape(tensor.shape)))
     positions = tensor.positions.reshape(-1)[here]
     if tensor.base is not None:  # still a view of its base, on other elements of it
-        tensor.rel, tensor.positions, tensor._derived = tensor.rel.reshape(-1)[here], positions, None
+        tensor.rel, tensor.positions, tensor._derived = tensor.relation().reshape(-1)[here], positions, None
         return
     old, old_shape = tensor.node, tensor.shape
     tensor.positions = positions
@@ -148,6 +148,7 @@ def _as_strided_reference(m, s) -> None:
     here = np.array([where[p] for p in wanted.reshape(-1).tolist()], dtype=np.int64).reshape(size)
     if tensor.base is not None:
         tensor.rel, tensor.positions, tensor._derived = here, wanted, None
+        tensor._base_layout = tensor.base.positions
         return
     old, old_shape = tensor.node, tensor.shape
     tensor.positions = wanted
