@@ -407,3 +407,11 @@ def test_a_report_is_the_same_wherever_the_results_were_recorded(tmp_path: Path,
     report = render_report(merged, sources, attributions=case_attributions(merged), link_base=tmp_path / "reports")
     assert "case file [`cases/t/here.yaml`](./../cases/t/here.yaml); source: seed 001" in report
     assert "case file `/another/checkout/cases/t/gone.yaml`" in report  # not in this tree: the path as recorded
+
+
+def test_version_ranges_tell_a_warning_beside_a_wrong_result_from_a_harmless_one(tmp_path: Path) -> None:
+    records = [record("w", "paddle", "3.0.0", "warns", correct=True, warnings=[{"message": "m"}]),
+               record("w", "paddle", "3.1.0", "warns", correct=False, warnings=[{"message": "m"}]),
+               record("w", "paddle", "3.2.0", "warns", correct=False, warnings=[{"message": "m"}])]
+    report = render_report(*load_sources([write(tmp_path / "r.jsonl", records)]))
+    assert "- **`w`**: warns (right result) in 3.0.0, warns (wrong result) since 3.1.0" in report
