@@ -11,7 +11,7 @@ script prints, from one run:
   each framework alone and for all of them, serially and with ``-n 2`` and
   ``-n auto``, each with its ratio to the floor (the sum of the frameworks' floors
   when they all run);
-* the catalogue replicated 1x, 4x and 16x (copies with fresh ids in a temporary
+* the catalogue replicated 1x and 8x (copies with fresh ids in a temporary
   folder): cells per second, and the marginal milliseconds per cell (the slope
   between replications) of the harness and of the floor replicated the same
   way, and their difference: what the harness costs per cell above the
@@ -27,7 +27,7 @@ timing varies by tens of percent, which the range shows.  Ratios and marginal
 costs are worked out from the medians.  The machine's load average is printed
 before and after.  A benchmark, run by hand, never a test: it asserts nothing.
 
-    python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,4,16] [--repeat 3]
+    python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,8] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -81,6 +82,7 @@ class Run:
     label: str
     seconds: float
     returncode: int
+    cpu: float = 0.0  # user + system seconds of the whole process tree (every descendant is waited for)
     cells: int = 0
     peaks: dict[str, int] = field(default_factory=dict)  # role -> VmHWM in KiB
     output: str = ""
@@ -170,7 +172,15 @@ class PeakSampler(threading.Thread):
         return {f"{role} (x{len(v)})" if len(v) > 1 else role: max(v) for role, v in sorted(by_role.items())}
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(label: str, argv: list[str], cwd: Path, sample: bool = False, env: dict | None = None) -> Run:
+    """Run *argv*, alone: its CPU is what this process's waited-for descendants gained meanwhile, which
+    counts every process of its tree (workers and the reference service are waited for by their parent)."""
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=None if env is None else {**os.environ, **env})
@@ -182,7 +192,8 @@ def timed(label: str, argv: list[str], cwd: Path, sample: bool = False, env: dic
     if sampler:
         sampler.done.set()
         sampler.join()
-    return Run(label, seconds, process.returncode, peaks=sampler.peaks() if sampler else {}, output=output)
+    return Run(label, seconds, process.returncode, _children_cpu() - cpu_before,
+               peaks=sampler.peaks() if sampler else {}, output=output)
 
 
 # -- the floor ---------------------------------------------------------------------------------------
@@ -263,7 +274,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="cases", help="the catalogue [cases]")
     parser.add_argument("--framework", action="append", help="framework (repeatable) [every installed one]")
-    parser.add_argument("--replicas", default="1,4,16", help="replication factors [1,4,16]")
+    parser.add_argument("--replicas", default="1,8", help="replication factors [1,8]")
     parser.add_argument("--repeat", type=int, default=3, help="timings of each configuration; the median is "
                                                              "printed [3]")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -291,7 +302,7 @@ def main() -> None:
     print("\nreproduce: cd <checkout> && python benchmarks/floor.py "
           + (f"--cases {args.cases} " if args.cases != "cases" else "")
           + "".join(f"--framework {f} " for f in args.framework or [])
-          + (f"--replicas {args.replicas} " if args.replicas != "1,4,16" else "")
+          + (f"--replicas {args.replicas} " if args.replicas != "1,8" else "")
           + (f"--repeat {args.repeat}" if args.repeat != 3 else "")
           + "\n  (medians of interleaved timings, never the best; check `uptime` first: other processes on the "
             "machine change every figure)")
@@ -309,6 +320,9 @@ class Timings:
 
     def seconds(self, label: str) -> float:
         return statistics.median(r.seconds for r in self.runs[label])
+
+    def cpu(self, label: str) -> float:
+        return statistics.median(r.cpu for r in self.runs[label])
 
     def spread(self, label: str) -> str:
         values = [r.seconds for r in self.runs[label]]
@@ -349,28 +363,31 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
                     timings.add(floor(framework, scratch / "programs" / framework, k, cwd))
                 timings.add(conformance_run(f"{'+'.join(group)} x{k}", [str(replicas[k])], group, cwd, scratch))
 
-    def floor_of(group: list[str], k: int) -> float:
-        return sum(timings.seconds(f"floor {f} x{k}") for f in group)
+    def floor_of(group: list[str], k: int, measure=timings.seconds) -> float:
+        return sum(measure(f"floor {f} x{k}") for f in group)
 
     print("\n== the floor (one interpreter per framework: import once, run every case's program) ==")
-    print(f"  figures: the median of {repeat} timing(s), [min-max] beside it")
+    print(f"  figures: the median of {repeat} timing(s), [min-max] of the wall time beside it; cpu is user + "
+          f"system seconds of every process of the run")
     print(f"  bare interpreter start                {timings.seconds('python -c pass'):7.2f} s")
     for framework in frameworks:
         imported, one = f"import {framework}", f"floor {framework} x1"
         print(f"  {framework:8s} bare import             {timings.seconds(imported):7.2f} s {timings.spread(imported)}"
-              f"{timings.problems(imported)}")
-        print(f"  {framework:8s} floor, {len(cases)} programs      {timings.seconds(one):7.2f} s {timings.spread(one)}  "
-              f"({(timings.seconds(one) - timings.seconds(imported)) / len(cases) * 1000:.1f} ms per program above "
-              f"the import){timings.problems(one)}")
+              f"  cpu {timings.cpu(imported):6.2f} s{timings.problems(imported)}")
+        print(f"  {framework:8s} floor, {len(cases)} programs      {timings.seconds(one):7.2f} s {timings.spread(one)}"
+              f"  cpu {timings.cpu(one):6.2f} s  ({(timings.seconds(one) - timings.seconds(imported)) / len(cases) * 1000:.1f}"
+              f" ms per program above the import){timings.problems(one)}")
     if len(frameworks) > 1:
-        print(f"  all frameworks, one after the other   {floor_of(frameworks, 1):7.2f} s")
+        print(f"  all frameworks, one after the other   {floor_of(frameworks, 1):7.2f} s  "
+              f"cpu {floor_of(frameworks, 1, timings.cpu):6.2f} s")
 
     print(f"\n== the catalogue through `conformance run {catalogue} --device cpu` ==")
     for label, group, _ in catalogue_runs:
-        against = floor_of(group, 1)
+        wall, cpu = floor_of(group, 1), floor_of(group, 1, timings.cpu)
         first = timings.first(label)
         print(f"  {label:14s} {first.cells:5d} cells {timings.seconds(label):7.2f} s {timings.spread(label):13s} "
-              f"{timings.seconds(label) / against:5.2f}x the floor ({against:.2f} s){timings.problems(label)}")
+              f"{timings.seconds(label) / wall:5.2f}x the floor's wall ({wall:.2f} s); cpu {timings.cpu(label):6.2f} s, "
+              f"{timings.cpu(label) / cpu:5.2f}x the floor's ({cpu:.2f} s){timings.problems(label)}")
         chosen = [line for line in first.output.splitlines() if line.startswith("conformance: -n")]
         if chosen:
             print(f"      {chosen[0]}")
@@ -385,18 +402,21 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
         name = "+".join(group)
         for k in factors:
             label = f"{name} x{k}"
-            cells, seconds = timings.first(label).cells, timings.seconds(label)
-            print(f"  {name:13s} x{k:<3d} {cells:6d} cells {seconds:8.2f} s {timings.spread(label):13s} "
-                  f"{cells / seconds:7.1f} cells/s   floor {floor_of(group, k):7.2f} s  "
-                  f"({seconds / floor_of(group, k):.2f}x){timings.problems(label)}")
+            cells, wall, cpu = timings.first(label).cells, timings.seconds(label), timings.cpu(label)
+            print(f"  {name:13s} x{k:<3d} {cells:6d} cells  wall {wall:7.2f} s {timings.spread(label):13s} "
+                  f"{wall / floor_of(group, k):5.2f}x the floor ({floor_of(group, k):.2f} s)   cpu {cpu:7.2f} s "
+                  f"{cpu / floor_of(group, k, timings.cpu):5.2f}x the floor ({floor_of(group, k, timings.cpu):.2f} s)"
+                  f"   {cells / wall:6.1f} cells/s{timings.problems(label)}")
         for low, high in zip(factors, factors[1:]):
             cells = timings.first(f"{name} x{high}").cells - timings.first(f"{name} x{low}").cells
             if cells <= 0:
                 continue
-            harness = (timings.seconds(f"{name} x{high}") - timings.seconds(f"{name} x{low}")) / cells * 1000
-            own = (floor_of(group, high) - floor_of(group, low)) / cells * 1000
-            print(f"  {name:13s} marginal x{low}->x{high}: harness {harness:6.2f} ms/cell, floor {own:6.2f} ms/cell, "
-                  f"above the framework's own work {harness - own:+6.2f} ms/cell")
+            slope = {what: ((measure(f"{name} x{high}") - measure(f"{name} x{low}")) / cells * 1000,
+                            (floor_of(group, high, measure) - floor_of(group, low, measure)) / cells * 1000)
+                     for what, measure in (("wall", timings.seconds), ("cpu", timings.cpu))}
+            print(f"  {name:13s} marginal x{low}->x{high}, ms per cell: "
+                  + "; ".join(f"{what} harness {harness:5.2f}, floor {own:5.2f}, above the floor {harness - own:+5.2f}"
+                              for what, (harness, own) in slope.items()))
 
 
 if __name__ == "__main__":

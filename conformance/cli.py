@@ -224,11 +224,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from conformance.adapter import adapter_classes, is_installed
+    from conformance.adapter import adapter_classes, installed, is_installed
     from conformance.case.load import load_cases
+    from conformance.case.kept import load_checked
+    from conformance.program.rendered import Rendered, case_key, render_all
     from conformance.workers.pool import Worker
 
-    cases, errors = load_cases(args.paths or ["cases"])
+    cases, errors = load_cases(args.paths or ["cases"], load=load_checked)
     matches = [c for c in cases if c.id == args.case]
     if not matches:
         print(f"error: no case with id {args.case!r}", file=sys.stderr)
@@ -238,12 +240,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"error: framework {args.framework!r} is not installed or has no adapter", file=sys.stderr)
         return 2
     case = matches[0]
-    worker = Worker(args.framework)
-    try:
-        reply = worker.request({"cmd": "render", "device": args.device, "mode": args.mode,
-                                **case.to_message()}, timeout=120)
-    finally:
-        worker.close()
+    kept = None if args.no_cache else Rendered(args.framework, installed(args.framework)[1], args.device,
+                                               args.mode)
+    reply = kept.get(case) if kept is not None else None
+    if reply is None:  # the framework is imported: every case loaded is rendered now, and kept
+        worker = Worker(args.framework)
+        try:
+            if kept is not None:
+                rendered = render_all(worker, [case, *(c for c in cases if c is not case)], args.device, args.mode)
+                kept.add(rendered)
+                reply = rendered.get(case_key(case))
+            if reply is None:
+                reply = worker.request({"cmd": "render", "device": args.device, "mode": args.mode,
+                                        **case.to_message()}, timeout=120)
+        finally:
+            worker.close()
     if "source" not in reply:
         print(f"error: {reply.get('message')}", file=sys.stderr)
         return 1
@@ -440,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--device", default="cpu", choices=DEVICES)
     show.add_argument("--mode", default="eager", help="eager, or a compiled mode of the framework [eager]")
     show.add_argument("--paths", nargs="*", help="where to look for the case [default: cases]")
+    show.add_argument("--no-cache", action="store_true",
+                      help="render afresh, neither reading nor keeping programs in the cache folder "
+                           "[$CONFORMANCE_CACHE_DIR, else ~/.cache/conformance]")
     show.set_defaults(func=cmd_show)
 
     report = sub.add_parser("report", help="render the compatibility report from results files")

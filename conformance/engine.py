@@ -24,14 +24,15 @@ import os
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
-from typing import Any, Iterable, TypeVar
+from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
 from conformance.judge.classify import Unjudged, classify, misses_in_float32
+from conformance.recent import Recent
 from conformance.records.results import run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
 from conformance.workers.arrays import unpack
@@ -48,37 +49,16 @@ DEFAULT_TIMEOUT = 120.0
 WINDOW = 4096
 #: The most bytes of replies read from one process and not yet taken: what bounds the parent's memory.
 REPLY_BYTES_AHEAD = 64 << 20
+#: A reference asked for this many references before the one being taken, and not taken itself, is let go.
+UNTAKEN_REFERENCES = 256
 
 Cell = tuple[Case, str, str, str]  # case, framework, device, mode
-V = TypeVar("V")
 
 
 @functools.lru_cache(maxsize=None)
 def _adapters() -> dict[str, Any]:
     """The registered adapters, looked up once per process (each lookup scans every entry point)."""
     return adapter_classes()
-
-
-class Recent(OrderedDict[str, V]):
-    """A mapping that keeps only its *size* most recently set or read entries."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def __getitem__(self, key: str) -> V:
-        value = super().__getitem__(key)
-        self.move_to_end(key)
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def __setitem__(self, key: str, value: V) -> None:
-        super().__setitem__(key, value)
-        self.move_to_end(key)
-        while len(self) > self.size:
-            self.popitem(last=False)
 
 
 def _case_key(case: Case) -> str:
@@ -93,11 +73,13 @@ class Engine:
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
         # What is kept per case, for the most recent cases only (a case's cells run one after another; one
         # asked for again after it left is computed again): the parent's memory stays flat in the cases.
-        self._references: Recent[tuple[dict | None, str | None, str | None]] = Recent(256)
-        self._spreads: Recent[tuple[dict | None, str | None]] = Recent(64)
-        self._messages: Recent[str] = Recent(256)
-        self._reference_tickets: dict[str, tuple[Ticket, float]] = {}
-        self._reference_sent: set[str] = set()
+        self._references: Recent[str, tuple[dict | None, str | None, str | None]] = Recent(256)
+        self._spreads: Recent[str, tuple[dict | None, str | None]] = Recent(64)
+        self._messages: Recent[str, str] = Recent(256)
+        # References asked for and not taken yet, in the order they were asked for (with that number).
+        self._reference_tickets: dict[str, tuple[Ticket, float, int]] = {}
+        self._reference_numbers = itertools.count()
+        self._reference_sent: set[str] = set()  # asked for, not taken yet
         self._wanted: SimpleQueue[Case] = SimpleQueue()  # cases a worker answered for: their reference is due
         self._planned_references: deque[Case] = deque()  # cases whose reference prefetch asks for in turn
         self._reference_planned: set[str] = set()
@@ -105,7 +87,11 @@ class Engine:
         self._unread: dict[str, int] = {}  # per process: bytes of replies read and not yet taken
         self._counted: dict[int, tuple[str, int]] = {}  # ticket id -> (process, bytes) in those counts
         self._tickets: dict[tuple[str, str, str, str], Ticket] = {}
-        self._sent: set[tuple[str, str, str, str]] = set()  # cells sent once, prefetched or asked for
+        # Cells waiting in _planned (how many times), and those of them asked for before their turn came
+        # (they ran; their turn sends nothing).  With _tickets, every set here holds cells not yet taken
+        # only: none grows with the number of cells a run has taken.
+        self._queued: dict[tuple[str, str, str, str], int] = {}
+        self._taken_early: set[tuple[str, str, str, str]] = set()
         self._case_keys: dict[int, tuple[weakref.ref, str]] = {}  # the key each live case is sent to workers under
         self._numbers = itertools.count(1)
         self._planned: dict[str, deque] = {}  # per framework: cells prefetch sends once the window has room
@@ -131,9 +117,10 @@ class Engine:
         with self._lock:
             for case, framework, device, mode in cells:
                 key = (self._worker_key(case), framework, device, mode)
-                if key in self._sent or not installed(framework)[0]:
+                if key in self._tickets or key in self._queued or not installed(framework)[0]:
                     continue
                 self._planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
+                self._queued[key] = 1
                 self._plan_reference(case)
                 self._warm_run_info(case)
             for name in list(self._planned):
@@ -147,11 +134,13 @@ class Engine:
             planned: dict[str, deque] = {}
             wanted = set()
             cells_in_order = list(cells)
+            self._queued.clear()
             for case, framework, device, mode in cells_in_order:
                 key = (self._worker_key(case), framework, device, mode)
                 wanted.add(key)
-                if key not in self._sent and installed(framework)[0]:
+                if key not in self._tickets and installed(framework)[0]:
                     planned.setdefault(framework, deque()).append((key, case, framework, device, mode))
+                    self._queued[key] = self._queued.get(key, 0) + 1
             for key in [k for k in self._tickets if k not in wanted]:
                 self._release(self._tickets.pop(key), dropped=True)
                 self._ahead[key[1]] -= 1
@@ -172,7 +161,13 @@ class Engine:
         planned = self._planned.get(framework)
         while planned and self._ahead.get(framework, 0) < WINDOW and self._has_room(framework):
             entry = planned.popleft()
-            if entry[0] not in self._sent:  # else it was asked for before its turn came
+            key = entry[0]
+            self._queued[key] -= 1
+            if not self._queued[key]:
+                del self._queued[key]
+            if key in self._taken_early:  # asked for before its turn came: it ran
+                self._taken_early.discard(key)
+            elif key not in self._tickets:
                 self._send_cell(*entry)
 
     def _plan_reference(self, case: Case) -> None:
@@ -224,28 +219,28 @@ class Engine:
     def _worker_key(self, case: Case) -> str:
         """The key a case is sent to a worker under (once per worker process): one per case object, so a
         file rewritten between two runs of one engine is never run as its stale copy."""
-        return self._case_entry(case)[1]
-
-    def _case_entry(self, case: Case) -> tuple[Case, str, str]:
-        """(case, its key, its message as JSON): the key made once per case object; the message encoded
-        once while the case's cells are being sent (to each worker and the reference), and kept for the
-        most recent cases only, so the parent's memory does not grow with the number of cases."""
         entry = self._case_keys.get(id(case))
         if entry is None or entry[0]() is not case:
             entry = self._case_keys[id(case)] = (weakref.ref(case), f"{next(self._numbers)}:{case.id}")
             weakref.finalize(case, self._case_keys.pop, id(case), None)  # the engine never keeps a case alive
-        message = self._messages.get(entry[1])
+        return entry[1]
+
+    def _message(self, case: Case) -> str:
+        """A case's message as JSON, encoded once while its cells are being sent (to each worker and the
+        reference) and kept for the most recent cases only, so the parent's memory does not grow with the
+        number of cases."""
+        key = self._worker_key(case)
+        message = self._messages.get(key)
         if message is None:
-            message = self._messages[entry[1]] = json.dumps(case.to_message())
-        return case, entry[1], message
+            message = self._messages[key] = json.dumps(case.to_message())
+        return message
 
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
         ticket = self.pool.submit(framework, {"cmd": "run", "device": device, "mode": mode}, self._timeout(case),
-                                  case=(key[0], self._case_entry(case)[2]),
+                                  case=(key[0], functools.partial(self._message, case)),
                                   on_reply=functools.partial(self._answered, case, framework))
         self._tickets[key] = ticket
-        self._sent.add(key)
         self._ahead[framework] = self._ahead.get(framework, 0) + 1
         return ticket
 
@@ -263,6 +258,8 @@ class Engine:
             if ticket is None:
                 ticket = self._send_cell(key, case, framework, device, mode)
                 self._tickets.pop(key)
+                if key in self._queued:
+                    self._taken_early.add(key)
             self._ahead[framework] -= 1
             self._refill(framework)
         return ticket
@@ -279,13 +276,26 @@ class Engine:
             if key not in self._reference_sent and key not in self._references:
                 self._reference_tickets[key] = self._submit_reference(case)
 
-    def _submit_reference(self, case: Case) -> tuple[Ticket, float]:
+    def _submit_reference(self, case: Case) -> tuple[Ticket, float, int]:
         limit = self._timeout(case)
         ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit}, limit + 5,
-                                  case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE,
+                                  case=(None, self._message(case)), module=REFERENCE_MODULE,
                                   on_reply=functools.partial(self._count, REFERENCE_SERVICE))
         self._reference_sent.add(_case_key(case))
-        return ticket, limit
+        return ticket, limit, next(self._reference_numbers)
+
+    def _drop_references_before(self, number: int) -> None:
+        """Let go of the references asked for before the *number*-th and never taken: cases whose cells all
+        ended without a result to judge (unsupported, crashed, skipped).  Cases run in the order their
+        references were asked for, so one that is wanted after all (reordered items) is asked for again."""
+        while self._reference_tickets:
+            key, (ticket, _, asked) = next(iter(self._reference_tickets.items()))
+            if asked >= number:
+                return
+            del self._reference_tickets[key]
+            self._reference_sent.discard(key)
+            self._reference_planned.discard(key)
+            self._release(ticket, dropped=True)
 
     def _wait(self, ticket: Ticket) -> dict[str, Any]:
         return self.pool.wait(ticket, idle=self._send_due_references)
@@ -329,7 +339,10 @@ class Engine:
     def _ask_reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
         key = _case_key(case)
         with self._lock:
-            ticket, limit = self._reference_tickets.pop(key, None) or self._submit_reference(case)
+            ticket, limit, number = self._reference_tickets.pop(key, None) or self._submit_reference(case)
+            self._reference_sent.discard(key)
+            self._reference_planned.discard(key)
+            self._drop_references_before(number - UNTAKEN_REFERENCES)
             self._refill_references()
         try:
             reply = self._wait(ticket)
@@ -354,7 +367,7 @@ class Engine:
         if key not in self._spreads:
             limit = self._timeout(case)
             ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, "spread": True}, limit + 5,
-                                      case=(None, self._case_entry(case)[2]), module=REFERENCE_MODULE,
+                                      case=(None, self._message(case)), module=REFERENCE_MODULE,
                                       on_reply=functools.partial(self._count, REFERENCE_SERVICE))
             try:
                 reply = self._wait(ticket)

@@ -15,6 +15,7 @@ its baseline, and errors when the harness failed.  Findings are never failures.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 from collections.abc import Mapping
@@ -26,7 +27,8 @@ from typing import Any, Iterator
 import pytest
 
 from conformance.adapter import adapter_classes, installed, installed_version, is_installed
-from conformance.case.load import Case, CaseError, find_case_files, load_case, load_cases
+from conformance.case.kept import load_checked
+from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.outputs import ResultsLock, check_outputs, write_file
 from conformance.records.baseline import BaselineError, Baselines
@@ -47,7 +49,8 @@ _BASELINES = pytest.StashKey["Baselines | None"]()
 _CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
 _COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a case expands to
 _RESULTS_FILE = pytest.StashKey["ResultsFile"]()
-_PRODUCED = pytest.StashKey[dict]()  # what this process keeps of each cell it ran (or kept, resuming): slim
+_PRODUCED = pytest.StashKey[dict]()  # results on /dev/null: the slim record of each cell, for the summary
+_KEEPS = pytest.StashKey[bool]()  # see _keeps_records
 _GC_THRESHOLDS = pytest.StashKey[tuple]()  # the collector's thresholds before the run
 _LOCK = pytest.StashKey["ResultsLock"]()  # this run's hold on its results file
 _WALKED = pytest.StashKey[dict]()  # real folders collected, by resolved path: links into them are not followed
@@ -224,8 +227,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if prepared is not None and prepared.engine is not None:  # the conformance command started the workers
         config.stash[_ENGINE] = prepared.engine
     if _is_controller(config):
-        config.stash[_RUN] = RunState()
+        config.stash[_RUN] = RunState(start=_size(results_path(config)), plugins=config.pluginmanager)
         config.pluginmanager.register(config.stash[_RUN], "conformance-run")
+
+
+def _size(path: Path) -> int:
+    """Where this run's records will begin in its results file (started, or trimmed to whole records)."""
+    try:
+        return 0 if str(path) == os.devnull else path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _keeps_records(config: pytest.Config) -> bool:
+    """Whether the run keeps each cell's slim record in memory: only when its results go to /dev/null,
+    from where the end of the run cannot read them back."""
+    if _KEEPS not in config.stash:
+        config.stash[_KEEPS] = str(results_path(config)) == os.devnull
+    return config.stash[_KEEPS]
 
 
 def _start_outputs(config: pytest.Config) -> None:
@@ -337,6 +356,50 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _engine(session.config).replan(_cell_of(item) for item in session.items
                                        if isinstance(item, CaseItem) and item._kept() is None)
 
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """pytest's loop over the session's items, letting go of each item once it ran: an item, its file's
+    node and its case would otherwise live to the end of the run, and the parent's memory would grow
+    with the number of cells.  Only where this process runs every item itself (xdist has its own loop)."""
+    if not _prefetches(session.config):
+        return None
+    if session.testsfailed and not session.config.option.continue_on_collection_errors:
+        raise session.Interrupted(f"{session.testsfailed} error{'s' if session.testsfailed != 1 else ''} "
+                                  f"during collection")
+    items = session.items
+    for index, item in enumerate(items):
+        nextitem = items[index + 1] if index + 1 < len(items) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        items[index] = _RAN  # the list keeps its length (plugins may count it), not the item
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+    return True
+
+
+class _Ran:
+    """What stands in the session's list of items for an item that ran and was let go."""
+
+    nodeid = ""
+
+    def __repr__(self) -> str:
+        return "<item that ran>"
+
+
+_RAN: Any = _Ran()
+
+
+class _Counted:
+    """What stands in the terminal's lists of reports for a passing cell's report (see RunState)."""
+
+    def __repr__(self) -> str:
+        return "<passing cell, counted>"
+
+
+_COUNTED: Any = _Counted()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -474,22 +537,47 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 @dataclass
 class RunState:
-    """What the controller saw of this run, from the item reports (which xdist forwards)."""
+    """What the controller keeps of this run while it runs: counts and where its records begin in the
+    results file, never the records themselves (the end of the run reads them back, a record at a time),
+    so its memory does not grow with the number of cells."""
 
-    cells: dict[Cell, str] = field(default_factory=dict)
-    records: list[Record] = field(default_factory=list)  # this run's, slim, gathered at the end
-    findings: list[str] = field(default_factory=list)
+    reported: int = 0  # cells whose outcome was reported (xdist forwards the reports)
+    start: int = 0  # the offset in the results file where this run's records begin
+    kept: set[Cell] = field(default_factory=set)  # --resume: the cells of the file this run selected
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)  # column -> outcome -> cells, at the end
+    stale: list[str] = field(default_factory=list)
     notes: list[tuple[str, dict[str, bool]]] = field(default_factory=list)
     interrupted: bool = False
     summary_written: bool = False
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    plugins: Any = None  # the run's plugin manager, where the terminal is found
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
         properties = dict(report.user_properties)
-        if "outcome" in properties:
-            self.cells[(properties["case"], properties["framework"], properties["device"],
-                        properties["mode"])] = properties["outcome"]
-        if report.when == "call" and properties.get("finding"):
-            self.findings.append(properties["finding"])
+        result = yield  # every other plugin (the terminal among them) has had the report
+        if "outcome" not in properties:
+            return result
+        if report.when == "setup":  # every phase carries the cell's properties: the cell is counted once
+            self.reported += 1
+            if properties.get("kept"):
+                self.kept.add((properties["case"], properties["framework"], properties["device"],
+                               properties["mode"]))
+        if report.passed:
+            self._count_only(report, properties["outcome"] if report.when == "call" else "")
+        return result
+
+    def _count_only(self, report: pytest.TestReport, category: str) -> None:
+        """The terminal keeps every report it counted to the end of the run, in lists by category; a
+        passing cell's report is kept there as one shared stand-in, which counts the same (those lists are
+        only counted; passing setups and teardowns, in the category "", are not even that)."""
+        stats = getattr(self.plugins and self.plugins.get_plugin("terminalreporter"), "stats", None)
+        kept = stats.get(category) if isinstance(stats, dict) else None
+        if kept and kept[-1] is report:
+            if category:
+                kept[-1] = _COUNTED
+            else:
+                kept.pop()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -498,19 +586,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None:  # not asked for the matrix, or an xdist worker
         return
     state.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-    if not state.cells and not state.interrupted:
+    if not state.reported and not state.interrupted:
         state.notes.append((f"error: no cell ran: {_why_no_cell_ran(config)}", {"red": True}))
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-    records = state.records = _this_runs_records(config, state)
     failed = False
     try:
+        records = _this_runs_records(config, state)  # slim, for as long as the end of the run needs them
         if records or state.interrupted:
             _write_summary(records, summary_path(config), state)
         if config.getoption("conformance_update_baselines") and records:
             Baselines(_baseline_dir(config)[0]).update(records)
         if config.getoption("conformance_prune_baselines"):
             failed = not _prune(config, state)
+        for record in records:
+            by_outcome = state.counts.setdefault(column_name(record), {})
+            by_outcome[record.outcome] = by_outcome.get(record.outcome, 0) + 1
+        state.stale = _stale(config, records)
     except OSError as exc:
         state.notes.append((f"error: cannot write {exc.filename}: {exc.strerror or exc}", {"red": True}))
         failed = True
@@ -532,26 +624,44 @@ def _prune(config: pytest.Config, state: RunState) -> bool:
     return True
 
 
-def _this_runs_records(config: pytest.Config, state: RunState) -> list[Record]:
-    """The latest record of each cell this run reported (never a cell from an earlier run), slim."""
+def _this_runs(config: pytest.Config, state: RunState) -> Iterator[dict[str, Any]]:
+    """This run's records in their JSON form, read back from the results file a record at a time: those
+    it appended, and (--resume) those of the cells it kept; never a cell of an earlier run it did not
+    select.  A results file on /dev/null keeps nothing to read: the slim records kept in memory then."""
     path = results_path(config)
-    if not state.cells:
-        return []
-    if _runs_cells(config):  # every cell ran here: what the run keeps of each is at hand
-        produced = config.stash.get(_PRODUCED, {})
-        return [record for cell, record in produced.items() if cell in state.cells]
-    if not path.exists():
-        return []
+    if str(path) == os.devnull:
+        yield from (record.to_dict() for record in config.stash.get(_PRODUCED, {}).values())
+        return
+    if not state.reported or not path.exists():
+        return
+    if state.kept:
+        yield from (r for r in read_records([path], torn_ok=True, stop=state.start) if _cell(r) in state.kept)
+    yield from read_records([path], torn_ok=True, start=state.start)
+
+
+def _this_runs_records(config: pytest.Config, state: RunState) -> list[Record]:
+    """The latest record of each cell this run reported, slim (what the summary, the baselines and the
+    counts need); an unreadable results file is reported, never a traceback."""
     latest: dict[Cell, Record] = {}
     try:
-        for record in read_records([path]):  # a record at a time: a large run is never held whole
-            cell = _cell(record)
-            if cell in state.cells:
-                latest[cell] = slim(record)
+        for record in _this_runs(config, state):
+            latest[_cell(record)] = slim(record)
     except Exception as exc:  # noqa: BLE001 - an unreadable results file is reported, never a traceback
-        state.notes.append((f"error: cannot read {path}: {exc}", {"red": True}))
+        state.notes.append((f"error: cannot read {results_path(config)}: {exc}", {"red": True}))
         return []
     return list(latest.values())
+
+
+def _findings(config: pytest.Config, state: RunState) -> Iterator[str]:
+    """The explanation of each cell a user must read (a dangerous outcome, or a warning beside a wrong
+    result), from this run's records read back one at a time."""
+    try:
+        for record in _this_runs(config, state):
+            outcome = record["outcome"]
+            if outcome in _DANGEROUS or (outcome == "warns" and (record.get("details") or {}).get("correct") is False):
+                yield describe(record)
+    except Exception:  # noqa: BLE001 - reported once, by _this_runs_records
+        return
 
 
 def _write_summary(records: list[Record], path: Path, state: RunState) -> None:
@@ -599,45 +709,39 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(_RUN, None)
     if state is None:
         return
-    records = state.records
-    if records:
-        _write_outcomes(terminalreporter, records)
-    if state.findings:
+    if state.counts:
+        terminalreporter.section("conformance outcomes")
+        for column, by_outcome in sorted(state.counts.items()):
+            terminalreporter.write_line(f"{column}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))
+    findings = _findings(config, state)
+    first = next(findings, None)
+    if first is not None:
         terminalreporter.section("conformance findings")
-        for finding in state.findings:
+        terminalreporter.write_line(first)
+        for finding in findings:
             terminalreporter.write_line(finding)
-    if records:
+    if state.counts:
         terminalreporter.write_line(f"results: {results_path(config)}")
         summary = summary_path(config)
         terminalreporter.write_line(f"summary: {summary}" + (" (interrupted)" if state.interrupted else ""))
-        _write_stale(terminalreporter, config, records)
+        for entry in state.stale:
+            terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
     for line, markup in state.notes:
         terminalreporter.write_line(line, **markup)
 
 
-def _write_outcomes(terminalreporter: Any, records: list[Record]) -> None:
-    counts: dict[str, dict[str, int]] = {}
-    for record in records:
-        by_outcome = counts.setdefault(column_name(record), {})
-        by_outcome[record.outcome] = by_outcome.get(record.outcome, 0) + 1
-    terminalreporter.section("conformance outcomes")
-    for column, by_outcome in sorted(counts.items()):
-        terminalreporter.write_line(f"{column}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))
-
-
-def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[Record]) -> None:
+def _stale(config: pytest.Config, records: list[Record]) -> list[str]:
+    """Baseline entries of the columns this run ran that name no case of the catalogue."""
     store = baselines(config)
-    if store is None or config.getoption("conformance_prune_baselines"):
-        return
+    if not records or store is None or config.getoption("conformance_prune_baselines"):
+        return []
     candidates = store.stale(records)
     if not candidates:
-        return
+        return []
     known, problem = _catalogue(config)
     if problem is not None:  # which entries are stale is not known: none is called stale
-        return
-    for entry in candidates:
-        if entry.rsplit(": ", 1)[1] not in known:
-            terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
+        return []
+    return [entry for entry in candidates if entry.rsplit(": ", 1)[1] not in known]
 
 
 # -- collection and items ----------------------------------------------------------------------------
@@ -645,7 +749,7 @@ def _write_stale(terminalreporter: Any, config: pytest.Config, records: list[Rec
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
-            case = load_case(self.path).slim()  # its items hold it to the end of the run
+            case = load_checked(self.path)  # slim: its items hold it until they ran
         except CaseError as exc:
             yield InvalidCase.from_parent(self, name=self.path.stem, error=exc)
             return
@@ -727,18 +831,19 @@ class CaseItem(pytest.Item):
         return self.config.stash.get(_KEPT, {}).get(self.cell)
 
     def setup(self) -> None:
-        record = self._kept()
+        record = kept = self._kept()
         if record is None:
             assert self.case is not None, "a cell runs once"
             record = _results_file(self.config).append(
                 _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode)))
-        self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(record)  # all the end of the run needs
+        if _keeps_records(self.config):
+            self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(record)
         self.record = record  # as written: bounded, whatever the cell observed
         outcome = record["outcome"]
         self.user_properties += [("outcome", outcome), ("case", self.case_id), ("framework", self.framework),
                                  ("device", self.device), ("mode", self.mode)]
-        if outcome in _DANGEROUS or (outcome == "warns" and record["details"].get("correct") is False):
-            self.user_properties.append(("finding", describe(record)))
+        if kept is not None:
+            self.user_properties.append(("kept", True))
         if outcome == "error":
             raise HarnessError(f"harness error: {record['details'].get('message')}")
         if outcome == "skipped":
@@ -761,25 +866,25 @@ class CaseItem(pytest.Item):
         cost a cell more than its own bookkeeping.  Every report still goes through
         ``pytest_runtest_logreport`` (the terminal, xdist and junitxml see each cell as before) and a
         failure through ``pytest_exception_interact``."""
-        ihook, state = self.ihook, self.session._setupstate
+        ihook, state = self.ihook, self.session._setupstate  # ihook: one look-up (a stat() each) per cell
         reraise: tuple[type[BaseException], ...] = (pytest.exit.Exception,)
         if not self.config.getoption("usepdb", False):
             reraise += (KeyboardInterrupt,)
         ihook.pytest_runtest_logstart(nodeid=self.nodeid, location=self.location)
-        if self._phase(pytest.CallInfo.from_call(lambda: state.setup(self), "setup", reraise)).passed:
-            self._phase(pytest.CallInfo.from_call(self.runtest, "call", reraise))
+        if self._phase(ihook, pytest.CallInfo.from_call(lambda: state.setup(self), "setup", reraise)).passed:
+            self._phase(ihook, pytest.CallInfo.from_call(self.runtest, "call", reraise))
         if self.session.shouldfail or self.session.shouldstop:
             nextitem = None  # as pytest does: tear everything down before the session ends
-        self._phase(pytest.CallInfo.from_call(lambda: state.teardown_exact(nextitem), "teardown", reraise))
+        self._phase(ihook, pytest.CallInfo.from_call(lambda: state.teardown_exact(nextitem), "teardown", reraise))
         ihook.pytest_runtest_logfinish(nodeid=self.nodeid, location=self.location)
         self.user_properties.clear()  # every report has had them: nothing of the cell stays on the item
         self.case = None  # nor of its case, once all its cells ran
 
-    def _phase(self, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    def _phase(self, ihook: Any, call: pytest.CallInfo[None]) -> pytest.TestReport:
         report = pytest.TestReport.from_item_and_call(self, call)
-        self.ihook.pytest_runtest_logreport(report=report)
+        ihook.pytest_runtest_logreport(report=report)
         if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
-            self.ihook.pytest_exception_interact(node=self, call=call, report=report)
+            ihook.pytest_exception_interact(node=self, call=call, report=report)
         return report
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -792,4 +897,23 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case_line - 1, f"{self.case_id} [{self.name.split('[', 1)[1]}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's (relative path, 0-based line, name), with the path worked out once per case file and
+        kept by its node: the session's own cache of them would keep an entry per file to the end."""
+        _, line, name = self.reportinfo()
+        return _relative_path(self.parent), line, name
+
+
+def _relative_path(node: Any) -> str:
+    """A node's path relative to the run's root folder, as pytest's locations give it."""
+    relative = getattr(node, "_relative_path", None)
+    if relative is None:
+        try:
+            relative = os.path.relpath(node.path, node.config.rootpath)
+        except ValueError:  # no relative path between them (another drive)
+            relative = str(node.path)
+        node._relative_path = relative
+    return relative
 

@@ -16,6 +16,14 @@ SEED = ROOT / "cases" / "seed"
 INSTALLED = [name for name, cls in adapter_classes().items() if is_installed(cls)]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The tests keep programs that ``conformance show`` renders in a folder of their own, never the user's."""
+    import os
+
+    os.environ["CONFORMANCE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
 def framework_params() -> list:
     """One param per registered framework, skipped with a reason when it is not installed."""
     return [pytest.param(name, marks=pytest.mark.skipif(name not in INSTALLED,

@@ -181,3 +181,24 @@ def test_a_released_gradient_held_in_a_name_is_read_as_its_users_read_it(engine,
     observed = {o["name"]: o for o in record["details"]["observations"]}
     assert "value" in observed["g_after_release"]
     assert observed["g_before"]["value"] == [2.0, 4.0, -3.0]
+
+
+@needs_framework
+def test_a_case_named_again_after_the_worker_let_it_go_is_sent_again(engine, write_case) -> None:
+    """A worker keeps the CASES_KEPT cases it was most recently sent, and the parent's record of what it
+    sent keeps the same ones, in step: a case named again after more than that many others is sent again
+    and runs, never "case key was never sent"; and the engine's bookkeeping holds no taken cell."""
+    import dataclasses
+
+    from conformance.workers.pool import CASES_KEPT
+
+    quick = load_case(write_case(QUICK))
+    cases = [dataclasses.replace(quick, id=f"quick_{number}") for number in range(CASES_KEPT + 2)]
+    engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in cases)
+    outcomes = {engine.run_cell(case, FRAMEWORK, "cpu")["outcome"] for case in cases}
+    assert outcomes == {"silent-correct"}
+    assert len(engine.pool.get(FRAMEWORK).defined) == CASES_KEPT
+    again = engine.run_cell(cases[0], FRAMEWORK, "cpu")  # let go by both sides: sent again
+    assert again["outcome"] == "silent-correct", again["details"]
+    assert not engine._tickets and not engine._queued and not engine._taken_early
+    assert not engine._reference_sent and not engine._reference_tickets

@@ -279,3 +279,26 @@ def test_cells_run_among_python_tests_with_fixtures_and_reach_junit_xml(pytester
     assert counts(closing_line(result.stdout.str())) == {"passed": 2, "silent-correct": 1}
     assert log.read_text().splitlines() == ["down", "down"]
     assert junit.read_text().count("<testcase ") == 3 and f"quick[{FRAMEWORK}-cpu]" in junit.read_text()
+
+
+def test_show_keeps_what_it_rendered_and_never_shows_a_program_of_another_case(project, tmp_path) -> None:
+    """The first show renders every case it loaded and keeps the programs; a later show reads them (a kept
+    program is what it prints, as the tampered one below shows); --no-cache renders afresh; an edited case
+    is a different case, rendered afresh."""
+    env = {"CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
+    first = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK, env=env)
+    assert first.returncode == 0 and "from_numpy(a)" in first.stdout
+    [kept] = (tmp_path / "cache" / "programs").glob(f"{FRAMEWORK}-*-cpu-eager-*.json")
+    programs = json.loads(kept.read_text())
+    assert len(programs) == len(list((project / "cases").rglob("*.yaml")))  # every case, from one worker
+    for reply in programs.values():
+        reply["source"] = "# kept program\n" + reply["source"]
+    kept.write_text(json.dumps(programs))
+    again = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    assert again.returncode == 0 and again.stdout.startswith("# kept program\n")
+    fresh = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-cache", env=env)
+    assert fresh.returncode == 0 and not fresh.stdout.startswith("# kept program")
+    [path] = (project / "cases").rglob("leaf_sin_inplace.yaml")
+    path.write_text(path.read_text().replace("title: ", "title: Edited, ", 1))
+    edited = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    assert edited.returncode == 0 and not edited.stdout.startswith("# kept program")

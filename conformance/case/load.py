@@ -17,7 +17,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from . import _yaml
 from conformance.case.files import find_case_files
@@ -157,14 +157,17 @@ def load_case(path: Path | str) -> Case:
     return _Checker(path, lines).case(data)
 
 
-def load_cases(paths: Iterable[Path | str]) -> tuple[list[Case], list[CaseError]]:
-    """Load every case under *paths*; bad files become errors and the rest still load."""
+def load_cases(paths: Iterable[Path | str],
+               load: Callable[[Path], Case] | None = None) -> tuple[list[Case], list[CaseError]]:
+    """Load every case under *paths* (with *load*: :func:`load_case` by default); bad files become errors
+    and the rest still load."""
+    load = load or load_case
     cases: list[Case] = []
     errors: list[CaseError] = []
     seen: dict[str, Case] = {}
     for path in find_case_files(paths):
         try:
-            case = load_case(path)
+            case = load(path)
         except CaseError as exc:
             errors.append(exc)
             continue

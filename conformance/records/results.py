@@ -82,31 +82,48 @@ class ResultsFile:
         self.close()
 
 
-def _parsed(path: Path, torn_ok: bool = False) -> Iterator[tuple[dict[str, Any], Record]]:
+def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
+            stop: int | None = None) -> Iterator[tuple[dict[str, Any], Record]]:
+    """The records of *path* from byte *start* to *stop* (both at line starts), a line at a time: a
+    large results file is never held whole."""
     try:
-        with open(path, "rb") as handle:
-            lines = handle.read().split(b"\n")
+        handle = open(path, "rb")
     except OSError as exc:
         raise ResultsError(path, 0, f"cannot read: {exc.strerror or exc}") from None
-    torn = len(lines) - 1 if lines[-1].strip() else None  # the last line has no newline: a write cut short
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise ResultsError(path, number, "not UTF-8 text") from None
-        except json.JSONDecodeError as exc:
-            if number - 1 == torn and torn_ok:
-                continue  # a record an interrupted write cut short: its cell runs again
-            if number - 1 == torn:
-                raise ResultsError(path, number, "truncated record at the end of the file (the run that wrote "
-                                                 "it may have been interrupted); remove the line or rerun") from None
-            raise ResultsError(path, number, f"not a JSON record ({exc.msg}, column {exc.colno})") from None
-        try:
-            yield data, Record.from_dict(data)
-        except RecordError as exc:
-            raise ResultsError(path, number, str(exc)) from None
+    with handle:
+        handle.seek(start)
+        offset, number = start, None
+        for raw in handle:
+            if stop is not None and offset >= stop:
+                return
+            offset += len(raw)
+            number = (number or _line_number(path, start)) + 1
+            if not raw.strip():
+                continue
+            torn = not raw.endswith(b"\n")  # the last line, without its newline: a write cut short
+            try:
+                data = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise ResultsError(path, number, "not UTF-8 text") from None
+            except json.JSONDecodeError as exc:
+                if torn and torn_ok:
+                    continue  # a record an interrupted write cut short: its cell runs again
+                if torn:
+                    raise ResultsError(path, number, "truncated record at the end of the file (the run that wrote "
+                                                     "it may have been interrupted); remove the line or rerun") from None
+                raise ResultsError(path, number, f"not a JSON record ({exc.msg}, column {exc.colno})") from None
+            try:
+                yield data, Record.from_dict(data)
+            except RecordError as exc:
+                raise ResultsError(path, number, str(exc)) from None
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """How many lines of *path* come before byte *offset* (0 at the start, read only when not)."""
+    if offset == 0:
+        return 0
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(min(1 << 20, offset - handle.tell())), b""))
 
 
 def iter_records(paths: Iterable[Path | str]) -> Iterator[Record]:
@@ -120,11 +137,13 @@ def load_records(paths: Iterable[Path | str]) -> list[Record]:
     return list(iter_records(paths))
 
 
-def read_records(paths: Iterable[Path | str], torn_ok: bool = False) -> Iterator[dict[str, Any]]:
+def read_records(paths: Iterable[Path | str], torn_ok: bool = False, start: int = 0,
+                 stop: int | None = None) -> Iterator[dict[str, Any]]:
     """Every record in *paths* in its JSON form, checked like :func:`iter_records`; *torn_ok*: a last line
-    without its newline that is not a whole record is passed over (a resumed run cuts it)."""
+    without its newline that is not a whole record is passed over (a resumed run cuts it); *start* and
+    *stop*: only the records between these byte offsets of each file (a run's own, say)."""
     for path in paths:
-        for data, _ in _parsed(Path(path), torn_ok):
+        for data, _ in _parsed(Path(path), torn_ok, start, stop):
             yield data
 
 

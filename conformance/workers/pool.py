@@ -46,10 +46,11 @@ import time
 from collections import deque
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
+from conformance.recent import Recent
 from conformance.workers.faults import memory_limit, over_limit, resident_bytes
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrashed", "WorkerTimeout", "Ticket", "bind_to_parent", "ParentLines",
-           "parent_lines", "program_folder_prefix", "remove_orphaned_program_folders", "scratch_folder",
+           "parent_lines", "program_folder_prefix", "CASES_KEPT", "remove_orphaned_program_folders", "scratch_folder",
            "WORKER_MODULE", "REFERENCE_SERVICE", "REFERENCE_MODULE"]
 
 STARTUP_TIMEOUT = 300.0
@@ -65,6 +66,11 @@ PDEATHSIG_ENV = "CONFORMANCE_PDEATHSIG"
 #: The folder a worker writes its programs into: made for it by the parent, removed when it is closed.
 PROGRAMS_ENV = "CONFORMANCE_PROGRAMS"
 _PR_SET_PDEATHSIG = 1
+#: How many cases a worker keeps, the most recently named: the parent's record of what a worker was sent
+#: keeps as many, updated in the order the worker reads its requests, so both agree on which it still has.
+CASES_KEPT = 1024
+#: A case's fields in a request: a JSON object (text or dict), or a function that encodes them when needed.
+CaseFields = str | dict[str, Any] | Callable[[], str]
 #: How often a reader thread looks at its worker's deadline while no reply comes (seconds).
 _TICK = 0.25
 #: How often a busy worker's memory is looked at (seconds): a reading of /proc, some 20 microseconds.
@@ -139,12 +145,12 @@ class Ticket:
     """One request on its way through a worker: queued, answered, or failed.
 
     *case* is ``(key, fields)``: the case the request runs (its fields as a JSON object, encoded once
-    per case), sent with the request only to a worker process that has not had that key yet (always,
-    when the key is None)."""
+    per case, or a function that encodes them), sent with the request only to a worker process that has
+    not had that key yet (always, when the key is None)."""
 
     _ids = itertools.count(1)
 
-    def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, str | dict[str, Any]] | None = None,
+    def __init__(self, message: dict[str, Any], timeout: float, case: tuple[Any, CaseFields] | None = None,
                  on_reply: Callable[["Ticket"], None] | None = None,
                  wakeup: threading.Event | None = None) -> None:
         self.id = next(self._ids)
@@ -223,7 +229,7 @@ class Worker:
         self.busy = False  # a request was sent and its reply not read yet
         self.lock = threading.Lock()
         self.queue: deque[Ticket] = deque()  # sent, not answered yet, in the order the worker runs them
-        self.defined: set[Any] = set()  # case keys this process was sent
+        self.defined: Recent[Any, None] = Recent(CASES_KEPT)  # the case keys this process keeps (in step)
         self.dead = False
         self.closing = False
         self._ended_by_us = False  # killed for a deadline or an unreadable reply: its ticket already failed
@@ -272,9 +278,12 @@ class Worker:
                 if key is not None:
                     message["case_key"] = key
                     if key in self.defined:
+                        self.defined.move_to_end(key)
                         fields = None
                     else:
-                        self.defined.add(key)
+                        self.defined[key] = None
+            if callable(fields):  # encoded only when this process has not had the case yet
+                fields = fields()
             ticket.started = None
             self.queue.append(ticket)
             self.busy = True
@@ -586,7 +595,7 @@ class WorkerPool:
         return worker
 
     def submit(self, name: str, message: dict[str, Any], timeout: float,
-               case: tuple[Any, str | dict[str, Any]] | None = None, module: str = WORKER_MODULE,
+               case: tuple[Any, CaseFields] | None = None, module: str = WORKER_MODULE,
                on_reply: Callable[[Ticket], None] | None = None) -> Ticket:
         """Queue a request on *name*'s worker (started if need be) and return its ticket at once."""
         ticket = Ticket(message, timeout, case, on_reply, self.wakeup)

@@ -34,7 +34,8 @@ from conformance.program.check import unresolved_names
 from conformance.program.translate import translate
 from conformance.workers.arrays import pack
 from conformance.workers.faults import out_of_memory
-from conformance.workers.pool import PROGRAMS_ENV, program_folder_prefix, scratch_folder
+from conformance.recent import Recent
+from conformance.workers.pool import CASES_KEPT, PROGRAMS_ENV, program_folder_prefix, scratch_folder
 
 __all__ = ["main"]
 
@@ -316,13 +317,17 @@ def main(argv: list[str] | None = None) -> int:
     _freeze_what_lasts()
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
                                     ["cpu", "gpu"])) + "\n")
-    cases: dict[Any, Case] = {}  # a case is sent once per process, under a key; later requests name the key
+    # A case is sent once per process, under a key; later requests name the key.  The most recently named
+    # CASES_KEPT are kept, as the parent's record of what it sent (Worker.defined) keeps them, in step.
+    cases: Recent[Any, Case] = Recent(CASES_KEPT)
     for served, line in enumerate(requests, 1):  # ends, or exits mid-cell, when the parent goes
         request = json.loads(line)
         try:
             key = request.get("case_key")
             if key is not None and "case" in request:
                 cases[key] = case_from_message(request)
+            elif key in cases:
+                cases.move_to_end(key)
             if request["cmd"] == "run":
                 if key is not None and key not in cases:
                     raise KeyError(f"case key {key!r} was never sent to this worker")

@@ -1,0 +1,50 @@
+"""The user's cache folder: what this package keeps between runs to spare work it has done before.
+
+Whatever is kept is keyed by the code of this package (and the Python running it), so a kept result
+of other code is never used; a folder that cannot be written keeps nothing, and the work is done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["CACHE_ENV", "cache_folder", "harness_fingerprint", "write_atomically"]
+
+CACHE_ENV = "CONFORMANCE_CACHE_DIR"
+
+
+def cache_folder() -> Path:
+    """``$CONFORMANCE_CACHE_DIR``, else ``$XDG_CACHE_HOME/conformance``, else ``~/.cache/conformance``."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "conformance")
+
+
+@lru_cache(maxsize=None)
+def harness_fingerprint() -> str:
+    """A hash of this package's code and the Python running it."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256(sys.version.encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write *path* whole or not at all (a reader meanwhile sees the old file or the new); False when the
+    folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, prefix=".tmp-") as handle:
+            handle.write(data)
+        os.replace(handle.name, path)
+        return True
+    except OSError:
+        return False

@@ -1,0 +1,83 @@
+"""The programs ``conformance show`` prints, kept between calls.
+
+Rendering a case's program needs its framework imported (an adapter asks the framework which
+spellings it has), and importing torch or paddle takes seconds: a reproducer should not.  So the
+first ``show`` for a framework version, device and mode renders every case it loaded in the one
+worker it starts, and keeps the programs in a file of the user's cache folder; a later ``show`` of
+any of those cases reads it there.  A kept program is used only for the same case (its exact
+content), framework version, device, mode, Python and harness code: anything else renders afresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance.cache import cache_folder, harness_fingerprint, write_atomically
+from conformance.case.load import Case
+
+__all__ = ["Rendered", "case_key", "render_all"]
+
+
+def case_key(case: Case) -> str:
+    """What identifies a case's program: its whole checked content (as its worker receives it), written
+    out field by field, so the same content gives the same key however its objects were made."""
+    content = json.dumps(dataclasses.asdict(case.slim()), sort_keys=True, default=repr)
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:32]
+
+
+class Rendered:
+    """The kept programs of one framework version, device and mode: ``{case key: reply}``."""
+
+    def __init__(self, framework: str, version: str | None, device: str, mode: str,
+                 folder: Path | None = None) -> None:
+        name = f"{framework}-{version or 'unknown'}-{device}-{mode}-{harness_fingerprint()}.json"
+        self.path = (folder or cache_folder()) / "programs" / "".join(c if c.isalnum() or c in "-._" else "_"
+                                                                      for c in name)
+        self._programs: dict[str, Any] | None = None
+
+    def programs(self) -> dict[str, Any]:
+        if self._programs is None:
+            try:
+                loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                self._programs = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):  # none yet, or unreadable: rendered afresh
+                self._programs = {}
+        return self._programs
+
+    def get(self, case: Case) -> dict[str, Any] | None:
+        reply = self.programs().get(case_key(case))
+        return reply if isinstance(reply, dict) and isinstance(reply.get("source"), str) else None
+
+    def add(self, replies: dict[str, dict[str, Any]]) -> None:
+        """Keep *replies* (by case key) beside those kept; a folder that cannot be written keeps nothing."""
+        self.programs().update(replies)
+        write_atomically(self.path, json.dumps(self._programs).encode("utf-8"))
+
+
+def render_all(worker: Any, cases: Iterable[Case], device: str, mode: str,
+               timeout: float = 120.0) -> dict[str, dict[str, Any]]:
+    """Every case's program from one *worker*, requests pipelined; replies without a program (a harness
+    error) are left out, so they are never kept."""
+    from conformance.workers.pool import Ticket, WorkerCrashed, WorkerTimeout
+
+    tickets = []
+    for case in cases:
+        ticket = Ticket({"cmd": "render", "device": device, "mode": mode}, timeout,
+                        case=(None, json.dumps(case.to_message())))
+        if not worker.send(ticket):
+            break
+        tickets.append((case_key(case), ticket))
+    replies = {}
+    for key, ticket in tickets:
+        ticket.done.wait()
+        try:
+            reply = ticket.result()
+        except (WorkerCrashed, WorkerTimeout):
+            continue
+        if isinstance(reply.get("source"), str):
+            replies[key] = {"source": reply["source"], "unsupported": reply.get("unsupported")}
+    return replies
