@@ -432,3 +432,35 @@ def test_optimizer_and_parameter_steps_are_checked(tmp_path: Path, steps: str, f
     path.write_text("id: c\ntitle: t\nsteps:\n" + steps)
     with pytest.raises(CaseError, match=re.escape(fragment)):
         load_case(path)
+
+
+def test_a_kept_case_is_the_checked_case_and_an_edit_or_a_bad_entry_is_checked_afresh(tmp_path, monkeypatch) -> None:
+    """Cases kept between runs (conformance/case/kept.py) are what checking gives; an edited file, a file
+    moved to another topic folder and a corrupt entry are checked again; a bad file is never kept."""
+    import dataclasses
+
+    from conformance.case.kept import load_checked
+
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "views" / "kept.yaml"
+    path.parent.mkdir()
+    path.write_text("id: kept\ntitle: one op\nsteps:\n  - {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                    "  - {observe: value, of: x}\n")
+    assert load_checked(path) == load_case(path).slim()
+    [entry] = [p for p in (tmp_path / "cache" / "cases").rglob("*") if p.is_file()]
+    assert load_checked(path) == load_case(path).slim()  # from the cache now
+    path.write_text(path.read_text().replace("[1.0, 2.0]", "[3.0, 4.0]"))
+    edited = load_checked(path)
+    assert edited == load_case(path).slim() and "3.0" in json.dumps(dataclasses.asdict(edited), default=repr)
+    moved = tmp_path / "memory" / "kept.yaml"
+    moved.parent.mkdir()
+    moved.write_text(path.read_text())
+    assert load_checked(moved).topic == "memory" and load_checked(moved).path == str(moved)
+    entry.write_bytes(b"not a pickle")
+    path.write_text(path.read_text().replace("[3.0, 4.0]", "[1.0, 2.0]"))  # the first content again
+    assert load_checked(path) == load_case(path).slim()
+    bad = tmp_path / "views" / "bad.yaml"
+    bad.write_text("id: bad\ntitle: no steps\n")
+    for _ in range(2):
+        with pytest.raises(CaseError):
+            load_checked(bad)
