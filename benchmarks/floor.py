@@ -4,7 +4,8 @@ The floor of a framework is one plain interpreter that imports the framework
 once and runs every case's ``conformance show`` program back to back (the
 programs are generated once, beforehand, through the same worker command that
 ``conformance show`` uses; then only running them is timed).  Against it this
-script prints, from one run:
+script prints, from one run, wall time and CPU (user + system seconds of every
+process of the run: the pytest process, the workers and the reference service):
 
 * per framework: the bare import time (``python -c "import torch"``) and the floor;
 * the whole catalogue through ``conformance run`` (cpu device, eager mode) for
@@ -12,10 +13,10 @@ script prints, from one run:
   ``-n auto``, each with its ratio to the floor (the sum of the frameworks' floors
   when they all run);
 * the catalogue replicated 1x and 8x (copies with fresh ids in a temporary
-  folder): cells per second, and the marginal milliseconds per cell (the slope
-  between replications) of the harness and of the floor replicated the same
-  way, and their difference: what the harness costs per cell above the
-  framework's own work;
+  folder): cells per second, each replication's ratio to the floor replicated the
+  same way, and the marginal milliseconds of wall time and of CPU per cell (the
+  slope between replications) of the harness and of the floor, and their
+  difference: what the harness costs per cell above the framework's own work;
 * peak memory (VmHWM) of the pytest process and of each worker of the serial
   and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s.
 
@@ -26,6 +27,10 @@ its timings, printed with their range (min-max): on a shared virtual machine one
 timing varies by tens of percent, which the range shows.  Ratios and marginal
 costs are worked out from the medians.  The machine's load average is printed
 before and after.  A benchmark, run by hand, never a test: it asserts nothing.
+
+The harness runs with the cases it checked before kept in the user's cache folder
+(conformance/case/kept.py), as every run of a catalogue but its first has them:
+they are checked once before the timings.
 
     python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,8] [--repeat 3]
 """
@@ -48,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.adapter import adapter_classes, is_installed
+from conformance.case.kept import load_checked
 from conformance.case.load import find_case_files, load_cases
 from conformance.workers.pool import Worker
 
@@ -340,6 +346,8 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
     for framework in frameworks:  # the programs of the floor, generated once
         generate_programs(framework, cases, scratch / "programs" / framework)
     replicas = {k: replicate(case_files, scratch / "replicas", k) for k in factors}
+    for folder in [catalogue, *replicas.values()]:  # kept, as a run finds them after the first
+        load_cases([folder], load=load_checked)
     groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
     catalogue_runs = [(f"{f} serial", [f], ()) for f in frameworks]
     if len(frameworks) > 1:
