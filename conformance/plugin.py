@@ -381,9 +381,11 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
 
 class _Ran:
-    """What stands in the session's list of items for an item that ran and was let go."""
+    """What stands in the session's list of items for an item that ran and was let go (with a node id and
+    a location, which the terminal's "times" progress style reads of every item)."""
 
     nodeid = ""
+    location = ("", None, "")
 
     def __repr__(self) -> str:
         return "<item that ran>"
