@@ -21,6 +21,7 @@ import functools
 import itertools
 import json
 import os
+import sys
 import threading
 import time
 import weakref
@@ -206,6 +207,20 @@ class Engine:
                 self._refill_references()
             else:
                 self._refill(process)
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Replace each emptied table of the bookkeeping by a new one: a dict or a set keeps the room it
+        grew to (all of a large run's cells are planned at once, while pytest collects), and an empty
+        one made anew gives it back."""
+        for name in ("_queued", "_taken_early", "_tickets", "_reference_tickets", "_reference_sent",
+                     "_reference_planned"):
+            table = getattr(self, name)
+            if not table and sys.getsizeof(table) > 1024:
+                setattr(self, name, type(table)())
+        with self._bytes_lock:  # reader threads add to this one
+            if not self._counted and sys.getsizeof(self._counted) > 1024:
+                self._counted = {}
 
     def _release(self, ticket: Ticket, dropped: bool = False) -> None:
         """A reply taken (or a request no longer wanted): its bytes no longer count."""

@@ -30,6 +30,7 @@ from conformance.adapter import adapter_classes, installed, installed_version, i
 from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
+from conformance.recent import Recent
 from conformance.outputs import ResultsLock, check_outputs, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
@@ -351,10 +352,44 @@ def _prefetches(config: pytest.Config) -> bool:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Collection queued each case's cells on the workers as it read the case; now the cells the session
     will run are known (after -k, -m, deselection and reordering): queue the rest in that order, and
-    forget those it will not run."""
+    forget those it will not run.  The case ids seen, which only collection checks, are let go."""
+    session.config.stash[_SEEN_IDS] = {}
     if _prefetches(session.config):
         _engine(session.config).replan(_cell_of(item) for item in session.items
                                        if isinstance(item, CaseItem) and item._kept() is None)
+    if _is_controller(session.config) and session.config.stash.get(_ACTIVE, False):
+        _count_progress_only(session.config)
+
+
+class _ProgressCount:
+    """Stands for the terminal's set of the node ids it reported, which it only adds to and counts (its
+    progress percentage): it counts each id once, as the set does, knowing only the ids of the cells in
+    flight (a cell's reports come together; xdist interleaves those of a few cells), so the terminal
+    does not keep every node id of the run."""
+
+    def __init__(self, ids: set) -> None:
+        self.count = len(ids)
+        self.recent: Recent[Any, None] = Recent(1024)
+        for nodeid in ids:
+            self.recent[nodeid] = None
+
+    def add(self, nodeid: Any) -> None:
+        if nodeid not in self.recent:
+            self.count += 1
+        self.recent[nodeid] = None
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _count_progress_only(config: pytest.Config) -> None:
+    """Put a :class:`_ProgressCount` in the terminal's place of its set of reported node ids, where the
+    terminal is the one this was written for (the attribute is pytest's own, not its API: anything else
+    is left as it is)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    ids = getattr(reporter, "_progress_nodeids_reported", None)
+    if type(ids) is set:
+        reporter._progress_nodeids_reported = _ProgressCount(ids)
 
 
 
