@@ -302,3 +302,14 @@ def test_show_keeps_what_it_rendered_and_never_shows_a_program_of_another_case(p
     path.write_text(path.read_text().replace("title: ", "title: Edited, ", 1))
     edited = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
     assert edited.returncode == 0 and not edited.stdout.startswith("# kept program")
+
+
+def test_the_progress_count_counts_each_cell_once(pytester) -> None:
+    """The terminal's progress count keeps only the node ids in flight (the parent's memory is flat); it
+    still counts each cell once, whatever its phases report (a silent-wrong cell among them)."""
+    for name in ("a", "b", "c"):
+        write_case(pytester.path / "checks", QUICK, name)
+    write_case(pytester.path / "checks", WRONG, "d_wrong")
+    result = pytester.runpytest_subprocess("checks", "--conformance", "--conformance-framework", FRAMEWORK,
+                                           "--conformance-device", "cpu", "--conformance-no-baselines", "-v")
+    assert re.findall(r"\[\s*(\d+)%\]", result.stdout.str()) == ["25", "50", "75", "100"]
