@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "cache_folder", "harness_fingerprint", "write_atomically"]
+__all__ = ["CACHE_ENV", "cache_folder", "harness_fingerprint", "forget_other_code", "write_atomically"]
 
 CACHE_ENV = "CONFORMANCE_CACHE_DIR"
+#: What other code kept is removed once it has not been written to for this long (seconds): a second
+#: checkout of another version, used side by side, keeps its own meanwhile.
+STALE_AFTER = 7 * 24 * 3600
 
 
 def cache_folder() -> Path:
@@ -48,3 +53,25 @@ def write_atomically(path: Path, data: bytes) -> bool:
         return True
     except OSError:
         return False
+
+
+@lru_cache(maxsize=None)
+def forget_other_code(folder: Path) -> None:
+    """Remove what other versions of this package kept in *folder* (the entries whose names do not hold
+    this code's fingerprint) and have not written to for STALE_AFTER: the cache does not grow with every
+    version of the code.  Once per folder and process."""
+    fingerprint, now = harness_fingerprint(), time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if fingerprint in entry.name or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue

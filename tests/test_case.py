@@ -464,3 +464,22 @@ def test_a_kept_case_is_the_checked_case_and_an_edit_or_a_bad_entry_is_checked_a
     for _ in range(2):
         with pytest.raises(CaseError):
             load_checked(bad)
+
+
+def test_what_other_code_kept_is_removed_once_stale(tmp_path, monkeypatch) -> None:
+    """The cache does not grow with every version of the code: another fingerprint's entries go once they
+    have not been written to for a week; recent ones (a second checkout in use) and this code's stay."""
+    import os
+    import time
+
+    from conformance.cache import STALE_AFTER, forget_other_code, harness_fingerprint
+
+    folder = tmp_path / "cases"
+    old, recent, ours = folder / "0123456789abcdef", folder / "fedcba9876543210", folder / harness_fingerprint()
+    for path in (old, recent, ours):
+        (path / "entry").mkdir(parents=True)
+    then = time.time() - STALE_AFTER - 60
+    os.utime(old, (then, then))
+    os.utime(ours, (then, then))
+    forget_other_code(folder)
+    assert not old.exists() and recent.exists() and ours.exists()

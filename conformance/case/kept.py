@@ -14,7 +14,7 @@ import hashlib
 import pickle
 from pathlib import Path
 
-from conformance.cache import cache_folder, harness_fingerprint, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, write_atomically
 from conformance.case import _yaml
 from conformance.case.load import Case, load_case
 
@@ -28,6 +28,7 @@ def load_checked(path: Path | str) -> Case:
         raw = _yaml.read_bounded(path)
     except (_yaml.LoadError, OSError):
         return load_case(path).slim()  # which raises the file's problem, in its words
+    forget_other_code(cache_folder() / "cases")
     kept = cache_folder() / "cases" / harness_fingerprint() / hashlib.sha256(
         raw + b"\0" + path.parent.name.encode("utf-8", "surrogateescape")).hexdigest()[:40]
     try:

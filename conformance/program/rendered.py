@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.cache import cache_folder, harness_fingerprint, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, write_atomically
 from conformance.case.load import Case
 
 __all__ = ["Rendered", "case_key", "render_all"]
@@ -55,6 +55,7 @@ class Rendered:
     def add(self, replies: dict[str, dict[str, Any]]) -> None:
         """Keep *replies* (by case key) beside those kept; a folder that cannot be written keeps nothing."""
         self.programs().update(replies)
+        forget_other_code(self.path.parent)
         write_atomically(self.path, json.dumps(self._programs).encode("utf-8"))
 
 
