@@ -30,7 +30,7 @@ from conformance.adapter import adapter_classes, installed, installed_version, i
 from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
-from conformance.recent import Recent
+from conformance.lean import COUNTED, RAN, count_progress_only
 from conformance.outputs import ResultsLock, check_outputs, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
@@ -358,39 +358,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _engine(session.config).replan(_cell_of(item) for item in session.items
                                        if isinstance(item, CaseItem) and item._kept() is None)
     if _is_controller(session.config) and session.config.stash.get(_ACTIVE, False):
-        _count_progress_only(session.config)
-
-
-class _ProgressCount:
-    """Stands for the terminal's set of the node ids it reported, which it only adds to and counts (its
-    progress percentage): it counts each id once, as the set does, knowing only the ids of the cells in
-    flight (a cell's reports come together; xdist interleaves those of a few cells), so the terminal
-    does not keep every node id of the run."""
-
-    def __init__(self, ids: set) -> None:
-        self.count = len(ids)
-        self.recent: Recent[Any, None] = Recent(1024)
-        for nodeid in ids:
-            self.recent[nodeid] = None
-
-    def add(self, nodeid: Any) -> None:
-        if nodeid not in self.recent:
-            self.count += 1
-        self.recent[nodeid] = None
-
-    def __len__(self) -> int:
-        return self.count
-
-
-def _count_progress_only(config: pytest.Config) -> None:
-    """Put a :class:`_ProgressCount` in the terminal's place of its set of reported node ids, where the
-    terminal is the one this was written for (the attribute is pytest's own, not its API: anything else
-    is left as it is)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    ids = getattr(reporter, "_progress_nodeids_reported", None)
-    if type(ids) is set:
-        reporter._progress_nodeids_reported = _ProgressCount(ids)
-
+        count_progress_only(session.config.pluginmanager.get_plugin("terminalreporter"))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -407,36 +375,12 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     for index, item in enumerate(items):
         nextitem = items[index + 1] if index + 1 < len(items) else None
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        items[index] = _RAN  # the list keeps its length (plugins may count it), not the item
+        items[index] = RAN  # the list keeps its length (plugins may count it), not the item
         if session.shouldfail:
             raise session.Failed(session.shouldfail)
         if session.shouldstop:
             raise session.Interrupted(session.shouldstop)
     return True
-
-
-class _Ran:
-    """What stands in the session's list of items for an item that ran and was let go (with a node id and
-    a location, which the terminal's "times" progress style reads of every item)."""
-
-    nodeid = ""
-    location = ("", None, "")
-
-    def __repr__(self) -> str:
-        return "<item that ran>"
-
-
-_RAN: Any = _Ran()
-
-
-class _Counted:
-    """What stands in the terminal's lists of reports for a passing cell's report (see RunState)."""
-
-    def __repr__(self) -> str:
-        return "<passing cell, counted>"
-
-
-_COUNTED: Any = _Counted()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -612,7 +556,7 @@ class RunState:
         kept = stats.get(category) if isinstance(stats, dict) else None
         if kept and kept[-1] is report:
             if category:
-                kept[-1] = _COUNTED
+                kept[-1] = COUNTED
             else:
                 kept.pop()
 
