@@ -136,6 +136,7 @@ class Engine:
             wanted = set()
             cells_in_order = list(cells)
             self._queued.clear()
+            self._taken_early.clear()  # they stood for entries of the plans replaced here
             for case, framework, device, mode in cells_in_order:
                 key = (self._worker_key(case), framework, device, mode)
                 wanted.add(key)
