@@ -92,30 +92,32 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
         raise ResultsError(path, 0, f"cannot read: {exc.strerror or exc}") from None
     with handle:
         handle.seek(start)
-        offset, number = start, None
+        offset, read = start, 0
         for raw in handle:
             if stop is not None and offset >= stop:
                 return
             offset += len(raw)
-            number = (number or _line_number(path, start)) + 1
+            read += 1
             if not raw.strip():
                 continue
             torn = not raw.endswith(b"\n")  # the last line, without its newline: a write cut short
+            problem = None
             try:
                 data = json.loads(raw.decode("utf-8"))
+                record = Record.from_dict(data)
             except UnicodeDecodeError:
-                raise ResultsError(path, number, "not UTF-8 text") from None
+                problem = "not UTF-8 text"
             except json.JSONDecodeError as exc:
                 if torn and torn_ok:
                     continue  # a record an interrupted write cut short: its cell runs again
-                if torn:
-                    raise ResultsError(path, number, "truncated record at the end of the file (the run that wrote "
-                                                     "it may have been interrupted); remove the line or rerun") from None
-                raise ResultsError(path, number, f"not a JSON record ({exc.msg}, column {exc.colno})") from None
-            try:
-                yield data, Record.from_dict(data)
+                problem = ("truncated record at the end of the file (the run that wrote it may have been "
+                           "interrupted); remove the line or rerun" if torn
+                           else f"not a JSON record ({exc.msg}, column {exc.colno})")
             except RecordError as exc:
-                raise ResultsError(path, number, str(exc)) from None
+                problem = str(exc)
+            if problem is not None:  # the line's number, counted from the start of the file only now
+                raise ResultsError(path, _line_number(path, start) + read, problem) from None
+            yield data, record
 
 
 def _line_number(path: Path, offset: int) -> int:
