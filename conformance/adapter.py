@@ -18,12 +18,13 @@ import importlib.metadata
 import importlib.util
 import inspect
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
     import numpy as np
 
-__all__ = ["Adapter", "Unsupported", "adapter_classes", "load_adapter", "installed", "installed_version"]
+__all__ = ["Adapter", "Copying", "Unsupported", "adapter_classes", "load_adapter", "installed", "installed_version"]
 
 ENTRY_POINT_GROUP = "conformance.adapters"
 
@@ -37,6 +38,16 @@ def lit(value: Any) -> str:
     from conformance.program.literals import literal
 
     return literal(value)
+
+
+@dataclass(frozen=True)
+class Copying:
+    """An op whose result a framework copies, and what the framework's documentation says of it."""
+
+    #: True when the documentation says (or shows) that the result is a copy; False when it promises a view.
+    documented: bool
+    #: Where: the documentation page, and the sentence.
+    source: str
 
 
 class Adapter:
@@ -63,6 +74,11 @@ class Adapter:
     #: The compiled modes users of the framework choose, by name, with what each one is
     #: (``eager`` is every framework's and is not listed).
     modes: ClassVar[dict[str, str]] = {}
+    #: Ops whose results the framework copies where the reference's storage model has a view (one the
+    #: other framework documents), with what its documentation says: a copy it documents makes a cell
+    #: whose values follow that copy ``copies``, never ``silent-wrong``; a copy where it documents a view
+    #: stays wrong and says so.  The reference judges such a cell again with those results copied.
+    copies: ClassVar[dict[str, "Copying"]] = {}
 
     def __init__(self) -> None:
         self.fw = importlib.import_module(self.import_name)

@@ -407,6 +407,24 @@ def cmd_upgrades(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mode_changes(args: argparse.Namespace) -> int:
+    from conformance.outputs import OutputError, check_writable, write_file
+    from conformance.records.results import ResultsError, latest_by_cell, load_records
+    from conformance.report.modes import load_confirmations, mode_changes, render_mode_changes
+
+    try:
+        check_writable(args.output)
+        records = list(latest_by_cell(load_records(args.results)).values())
+        confirmations = load_confirmations(args.confirmations)
+        write_file(args.output, render_mode_changes(records, confirmations, args.results))
+    except (ResultsError, OutputError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    cells = sum(1 + len(differ) for _, differ in mode_changes(records))
+    print(f"mode changes: {cells} cells in {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="conformance", description=__doc__.split("\n\n", 1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -490,6 +508,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="results files [default: reports/results/*.jsonl except latest.jsonl]")
     upgrades.add_argument("--output", default="reports/UPGRADES.md", help="markdown page [%(default)s]")
     upgrades.set_defaults(func=cmd_upgrades)
+
+    changes = sub.add_parser("mode-changes", help="every cell whose outcome depends on the mode, from results "
+                                                  "files with their compiled columns, as one markdown page")
+    changes.add_argument("results", nargs="+", help="results files: eager and compiled columns of the builds")
+    changes.add_argument("--confirmations", default="reports/confirmations.jsonl",
+                         help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
+    changes.add_argument("--output", default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
+    changes.set_defaults(func=cmd_mode_changes)
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)

@@ -67,6 +67,29 @@ def _case_key(case: Case) -> str:
     return f"{case.path}::{case.id}"
 
 
+def _copying(case: Case, framework: str) -> dict[str, Any]:
+    """The ops of *case* whose results *framework* copies where the storage model has views, with what its
+    documentation says of each (``Adapter.copies``)."""
+    cls = _adapters().get(framework)
+    table = getattr(cls, "copies", None) or {}
+    return {op: table[op] for op in case.ops if op in table} if table else {}
+
+
+def _wrong(outcome: str, details: dict[str, Any]) -> bool:
+    return outcome == "silent-wrong" or (outcome == "warns" and details.get("correct") is False)
+
+
+def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, str | None]:
+    """The reference service's reply as (observations, failure, harness_error) (:meth:`Engine.reference`)."""
+    if reply.get("status") == "ok":  # where the value model stopped, what it gave before is judged
+        observations = {name: unpack(value) for name, value in reply["observations"].items()}
+        observations.update({name: Unjudged(why) for name, why in reply.get("unjudged", {}).items()})
+        return observations, reply.get("stopped"), None
+    if reply.get("status") == "failed":
+        return None, reply["message"], None
+    return None, None, reply.get("message", "the reference service gave no answer")
+
+
 class Engine:
     def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.pool = pool or WorkerPool()
@@ -75,7 +98,8 @@ class Engine:
         # What is kept per case, for the most recent cases only (a case's cells run one after another; one
         # asked for again after it left is computed again): the parent's memory stays flat in the cases.
         self._references: Recent[str, tuple[dict | None, str | None, str | None]] = Recent(256)
-        self._spreads: Recent[str, tuple[dict | None, str | None]] = Recent(64)
+        self._spreads: Recent[tuple, tuple[dict | None, str | None]] = Recent(64)
+        self._copy_references: Recent[tuple, tuple[dict | None, str | None, str | None]] = Recent(64)
         self._messages: Recent[str, str] = Recent(256)
         # References asked for and not taken yet, in the order they were asked for (with that number).
         self._reference_tickets: dict[str, tuple[Ticket, float, int]] = {}
@@ -368,33 +392,41 @@ class Engine:
             return None, None, f"the reference process died ({exc}); it runs under a memory limit"
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
-        if reply.get("status") == "ok":  # where the value model stopped, what it gave before is judged
-            observations = {name: unpack(value) for name, value in reply["observations"].items()}
-            observations.update({name: Unjudged(why) for name, why in reply.get("unjudged", {}).items()})
-            return observations, reply.get("stopped"), None
-        if reply.get("status") == "failed":
-            return None, reply["message"], None
-        return None, None, reply.get("message", "the reference service gave no answer")
+        return _reference_reply(reply)
 
-    def spread(self, case: Case) -> tuple[dict | None, str | None]:
+    def spread(self, case: Case, copies: tuple[str, ...] = ()) -> tuple[dict | None, str | None]:
         """How far float32 arithmetic can move each reference observation of *case*, or why it is not known;
-        asked for only when a float32 observation misses the float64 reference (most cells never need it)."""
-        key = _case_key(case)
+        asked for only when a float32 observation misses the float64 reference (most cells never need it).
+        *copies*: of the storage model where those ops copy (:meth:`copy_reference`)."""
+        key = (_case_key(case), copies)
         if key not in self._spreads:
-            limit = self._timeout(case)
-            ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, "spread": True}, limit + 5,
-                                      case=(None, self._message(case)), module=REFERENCE_MODULE,
-                                      on_reply=functools.partial(self._count, REFERENCE_SERVICE))
-            try:
-                reply = self._wait(ticket)
-            except (WorkerTimeout, WorkerCrashed) as exc:
-                reply = {"status": "limit", "message": f"the reference service failed ({exc})"}
-            finally:
-                self._taken(ticket, REFERENCE_SERVICE)
+            reply = self._ask_service(case, {"spread": True, "copies": list(copies)})
             self._spreads[key] = (({name: unpack(value) for name, value in reply["spread"].items()}, None)
                                   if reply.get("status") == "ok"
                                   else (None, reply.get("message", "the reference service gave no answer")))
         return self._spreads[key]
+
+    def copy_reference(self, case: Case, copies: tuple[str, ...]) -> tuple[dict | None, str | None, str | None]:
+        """:meth:`reference` for a storage model where the results of the ops *copies* are copies, not
+        views: asked for only when a framework that documents those copies is wrong on a case using them."""
+        key = (_case_key(case), copies)
+        if key not in self._copy_references:
+            reply = self._ask_service(case, {"copies": list(copies)})
+            self._copy_references[key] = _reference_reply(reply)
+        return self._copy_references[key]
+
+    def _ask_service(self, case: Case, request: dict[str, Any]) -> dict[str, Any]:
+        """One request to the reference service about *case*, waited for."""
+        limit = self._timeout(case)
+        ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, **request}, limit + 5,
+                                  case=(None, self._message(case)), module=REFERENCE_MODULE,
+                                  on_reply=functools.partial(self._count, REFERENCE_SERVICE))
+        try:
+            return self._wait(ticket)
+        except (WorkerTimeout, WorkerCrashed) as exc:
+            return {"status": "limit", "message": f"the reference service failed ({exc})"}
+        finally:
+            self._taken(ticket, REFERENCE_SERVICE)
 
     # -- one cell -----------------------------------------------------------------------------------
 
@@ -421,7 +453,7 @@ class Engine:
             if worker_info:
                 version = worker_info["framework_version"]
         try:
-            outcome, details = self._judge(case, reply)
+            outcome, details = self._judge(case, reply, framework)
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
             outcome, details = "error", {"message": f"the harness could not judge this cell: "
                                                     f"{type(exc).__name__}: {exc}"}
@@ -443,9 +475,10 @@ class Engine:
             "run_info": self._run_info_of(case, worker_info, device),
         }
 
-    def _judge(self, case: Case, reply: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _judge(self, case: Case, reply: dict[str, Any], framework: str = "") -> tuple[str, dict[str, Any]]:
         """The outcome of a worker's reply: judged against the reference (and, for float32 values that miss
-        it, against what float32 arithmetic can do to it)."""
+        it, against what float32 arithmetic can do to it; for a framework whose documented copies the case
+        uses, against the storage model with those copies)."""
         reference, reference_error = None, None
         for observation in reply.get("observations") or ():
             if "value" in observation:
@@ -454,14 +487,44 @@ class Engine:
             reference, reference_error, harness_error = self.reference(case)
             if harness_error is not None:
                 reply = {"status": "error", "message": harness_error}
+        outcome, details = self._classified(case, reply, reference, reference_error)
+        copying = _copying(case, framework)
+        if copying and _wrong(outcome, details):
+            return self._judge_copies(case, reply, copying, outcome, details)
+        return outcome, details
+
+    def _classified(self, case: Case, reply: dict[str, Any], reference: dict | None, reference_error: str | None,
+                    copies: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
         outcome, details = classify(case, reply, reference, reference_error)
         if misses_in_float32(details):  # judged again, knowing what float32 arithmetic can do to the values
-            spread, why_not = self.spread(case)
+            spread, why_not = self.spread(case, copies)
             if spread is not None:
                 outcome, details = classify(case, reply, reference, reference_error, spread=spread)
             else:
                 details["float32_spread_unknown"] = why_not
         return outcome, details
+
+    def _judge_copies(self, case: Case, reply: dict[str, Any], copying: dict[str, Any], outcome: str,
+                      details: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A wrong cell judged again where the ops the framework copies (``Adapter.copies``) copy.
+
+        When that storage model explains every value, a copy the framework documents makes the cell
+        ``copies`` (``raises`` or ``warns`` stay, with a right result); a copy where its documentation
+        promises a view stays wrong, and says so.  Anything else wrong stays as it was judged."""
+        copies = tuple(sorted(copying))
+        reference, reference_error, harness_error = self.copy_reference(case, copies)
+        if harness_error is not None or reference is None:
+            return outcome, details
+        again, judged = self._classified(case, reply, reference, reference_error, copies)
+        if _wrong(again, judged) or again == "error":
+            return outcome, details
+        documented = {op: why.source for op, why in copying.items() if why.documented}
+        promised = {op: why.source for op, why in copying.items() if not why.documented}
+        if promised:
+            details["copies_where_documented_as_view"] = promised
+            return outcome, details
+        judged["documented_copies"] = documented
+        return ("copies" if again == "silent-correct" else again), judged
 
     def _execute_timed(self, case: Case, framework: str, device: str,
                        mode: str) -> tuple[dict[str, Any], dict | None, float | None]:

@@ -1,6 +1,7 @@
 """Confirm cells by their reproducers: each one run in a fresh interpreter, as a bug report's reader would.
 
     python tools/confirm_reproducers.py RESULTS.jsonl [...] [--modes | --since OLD.jsonl [...]] [--cases cases]
+                                        [--record reports/confirmations.jsonl]
 
 Which cells: with ``--modes``, every cell whose outcome differs between eager and a compiled mode of the
 same build (both reproducers run); with ``--since``, every cell whose outcome (or correctness) differs
@@ -13,7 +14,8 @@ framework did: it raises the recorded exception type where the program raised (`
 observation before the raise); otherwise it runs to the end, every value it prints equals the value the
 record observed (so the verdict on the record is a verdict on what the framework computes), and every
 warning the record counted is raised.  Prints one markdown row per reproducer, with the warnings the
-record set aside (``ignored_warnings``) that the reproducer raised as well.
+record set aside (``ignored_warnings``) that the reproducer raised as well.  With ``--record FILE``, each
+cell's confirmation is also appended to FILE, where ``conformance mode-changes`` reads it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from conformance.case.load import load_cases
 from conformance.records.bounds import is_summary
 from conformance.records.record import Record
 from conformance.records.results import latest_by_cell, load_records
+from conformance.report.modes import confirmation_line, label, mode_changes
 from conformance.workers.pool import Worker
 
 #: Runs a reproducer as a script (``__main__``, from its file) and appends, on stderr, what it printed as
@@ -63,21 +66,6 @@ with warnings.catch_warnings(record=True) as log:
 '''
 
 
-def _mode_changes(records: list[Record]) -> list[Record]:
-    """Cells whose outcome in a compiled mode differs from eager in the same build, with their eager cell."""
-    by_build: dict = {}
-    for record in records:
-        by_build.setdefault((record.case, record.framework, record.framework_version, record.device), {})[
-            record.mode] = record
-    chosen = []
-    for modes in by_build.values():
-        eager = modes.get("eager")
-        for mode, record in sorted(modes.items()):
-            if mode != "eager" and eager and (record.outcome, record.correct) != (eager.outcome, eager.correct):
-                chosen += [eager, record] if eager not in chosen else [record]
-    return chosen
-
-
 def _changes_since(old: list[Record], new: list[Record]) -> list[tuple[Record, Record]]:
     """(old, new) for every cell of *new* whose outcome or correctness differs from the same cell in *old*:
     the same case, framework, device and mode, of the same version (a rerun) or of another (an upgrade)."""
@@ -94,13 +82,6 @@ def _changes_since(old: list[Record], new: list[Record]) -> list[tuple[Record, R
         if previous is not None and (previous.outcome, previous.correct) != (record.outcome, record.correct):
             pairs.append((previous, record))
     return pairs
-
-
-def label(record: Record) -> str:
-    """The outcome as the reports print it: a warning with a wrong result is not a harmless warning."""
-    if record.outcome == "warns" and record.correct is not None:
-        return f"warns ({'right' if record.correct else 'wrong'} result)"
-    return record.outcome
 
 
 def _run(source: str, folder: Path, name: str) -> tuple[bool, str, dict[str, Any]]:
@@ -175,12 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", action="store_true", help="only cells whose outcome depends on the mode")
     parser.add_argument("--since", nargs="+", metavar="OLD", help="only cells whose outcome differs from these")
     parser.add_argument("--cases", default="cases", help="where the case files are [cases]")
+    parser.add_argument("--record", help="append each cell's confirmation to this file")
     args = parser.parse_args(argv)
     records = list(latest_by_cell(load_records(args.results)).values())
     if args.since:
         pairs = _changes_since(list(latest_by_cell(load_records(args.since)).values()), records)
     else:
-        pairs = [(None, r) for r in (_mode_changes(records) if args.modes else records)]
+        chosen = [cell for eager, differ in mode_changes(records) for cell in (eager, *differ)] if args.modes \
+            else records
+        pairs = [(None, r) for r in chosen]
     elsewhere = sorted({f"{r.framework} {r.framework_version}" for _, r in pairs
                         if installed(r.framework)[1] != r.framework_version})
     if elsewhere:  # a reproducer confirms a cell only on the version that gave it
@@ -199,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                                     **cases[record.case].to_message()}, timeout=120)
             ok, got = confirm(record, reply["source"], reply.get("unsupported"), Path(folder))
             confirmed += ok
+            if args.record:
+                with open(args.record, "a", encoding="utf-8") as handle:
+                    handle.write(confirmation_line(record, ok, got) + "\n")
             outcome = f"{label(old)} → {label(record)}" if old is not None else label(record)
             print(f"| `{record.case}` | {record.framework} {record.framework_version} | {record.mode} | "
                   f"{outcome} | {got.replace('|', '/')} | {'yes' if ok else 'NO'} |", flush=True)

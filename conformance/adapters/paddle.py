@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Sequence
 
-from conformance.adapter import Adapter, Unsupported, lit
+from conformance.adapter import Adapter, Copying, Unsupported, lit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,6 +38,20 @@ class PaddleAdapter(Adapter):
          "paddle/utils/decorator_utils.py), raised on the first call of the API in a process and never "
          "again, whatever the values; not about the case"),
     )
+    # Paddle documents which results share memory: reshape, flatten, squeeze, unsqueeze ("the output Tensor
+    # will share data with origin Tensor"), view and basic indexing ("the output is a view"). Of split,
+    # expand and Tensor.numpy() it says nothing, and they copy (split left the stride kernels in PR 56882).
+    copies = {
+        "split": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/split_en.html: "
+                               "\"Split the input tensor into multiple sub-Tensors\"; no view is promised (torch "
+                               "documents \"Each chunk is a view of the original tensor\")"),
+        "expand": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/expand_en.html: "
+                                "\"Expand the input tensor to a given shape\"; no view is promised (torch documents "
+                                "\"Expanding a tensor does not allocate new memory\")"),
+        "numpy": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/Tensor_en.html: "
+                               "\"Returns a numpy array shows the value of current Tensor\"; the conversion guide "
+                               "for torch.Tensor.numpy drops torch's shared storage without a Paddle equivalent"),
+    }
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 

@@ -134,6 +134,11 @@ class Case:
         return self.steps_by_number[number]
 
     @property
+    def ops(self) -> frozenset[str]:
+        """The ops its steps use, blocks walked."""
+        return frozenset(s.op for s in self.walk())
+
+    @property
     def observes_memory(self) -> bool:
         return any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in self.walk())
 

@@ -12,11 +12,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
 
 if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
+    from conformance.fuzz.cause import Cause
     from conformance.fuzz.generate import Program
     from conformance.fuzz.run import Tried
     from conformance.fuzz.verdict import Verdict
@@ -26,6 +27,8 @@ __all__ = ["add_command", "cmd_fuzz", "Report", "fuzz"]
 #: Findings of one signature that are shrunk (the smallest programs first): more finds the same bug again.
 SHRINK_PER_SIGNATURE = 1
 PROGRESS_SECONDS = 2.0
+#: Candidate programs hypothesis may run while shrinking one finding (then its smallest so far is kept).
+SHRINK_BUDGET = 500
 
 
 def add_command(sub: Any) -> None:
@@ -41,9 +44,14 @@ def add_command(sub: Any) -> None:
                                                             "[%(default)s]")
     parser.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="[%(default)s]")
+    parser.add_argument("--mode", action="append", default=[],
+                        help="also run every program in this compiled mode (repeatable): compiled (every one of "
+                             "each framework), compile (torch), to_static, to_static_full_graph (paddle)")
     parser.add_argument("--batch", type=_positive, default=BATCH, help="programs per batch [%(default)s]")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help="seconds a program may run before its worker is killed [%(default)s]")
+    parser.add_argument("--shrink-budget", type=_positive, default=SHRINK_BUDGET,
+                        help="candidate programs run while shrinking one finding [%(default)s]")
     parser.add_argument("--out", default=str(FOUND_FOLDER), help="where new findings are written [%(default)s]")
     parser.add_argument("--cases", action="append",
                         help="case folders whose programs count as known (repeatable) [default: cases]")
@@ -93,10 +101,12 @@ class Result:
     number: int
     program: Program
     verdict: Verdict
-    status: str = ""  # new (written), known (the case id), duplicate, reported
+    status: str = ""  # new (written), known (the case id), another reproducer, duplicate, reported
     path: str | None = None
     reproduces: bool | None = None
     evaluations: int = 0
+    cause: Cause | None = None
+    known: str | None = None  # the existing case with this finding's hazard
 
 
 @dataclass
@@ -105,9 +115,11 @@ class Report:
     budget: int
     frameworks: list[str]
     versions: dict[str, str] = field(default_factory=dict)
+    cells: list[str] = field(default_factory=list)
     ran: int = 0
     seconds: float = 0.0
     run_seconds: float = 0.0
+    draw_seconds: float = 0.0
     shrink_seconds: float = 0.0
     busy: dict[str, float] = field(default_factory=dict)
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -127,22 +139,29 @@ class Report:
 
 def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", batch: int = BATCH,
          timeout: float = DEFAULT_TIMEOUT, out: Path | None = FOUND_FOLDER, known_paths: list[str] | None = None,
-         progress: Callable[[str], None] | None = None) -> Report:
-    """Run the fuzzer; write new findings under *out* (None: write nothing); return the report."""
+         progress: Callable[[str], None] | None = None, modes: Sequence[str] = (),
+         shrink_budget: int = SHRINK_BUDGET) -> Report:
+    """Run the fuzzer; write new findings under *out* (None: write nothing); return the report.  *modes*:
+    compiled modes each framework also runs every program in (``compiled``: all of its own).  *shrink_budget*:
+    candidate programs hypothesis may run while shrinking one finding."""
     from conformance.fuzz.generate import Source
     from conformance.fuzz.run import Runner, campaign
     from conformance.fuzz.shrink import shrink
-    from conformance.fuzz.write import KnownCases, canonical, variant_key, write_case
+    from conformance.case.load import Case
+    from conformance.fuzz.cause import Families
+    from conformance.fuzz.observe import observe_what_matters
+    from conformance.fuzz.write import PROVENANCE, KnownCases, canonical, write_case
 
     say = progress or (lambda line: None)
     report = Report(seed, budget, list(frameworks))
     groups: dict[tuple, Group] = {}
     started = time.perf_counter()
     source = Source(seed)
-    with Runner(frameworks, device, timeout) as runner:
+    with Runner(frameworks, device, timeout, modes=modes) as runner:
         report.versions = dict(runner.versions)
-        say(f"fuzzing {', '.join(f'{n} {v}' for n, v in runner.versions.items())} on {device}: budget {budget}, "
-            f"seed {seed}")
+        report.cells = [cell for cell, _, _ in runner.cells]
+        say(f"fuzzing {', '.join(f'{n} {v}' for n, v in runner.versions.items())} on {device} "
+            f"({', '.join(report.cells)}): budget {budget}, seed {seed}")
         run_started = time.perf_counter()
         last = run_started
         try:
@@ -163,6 +182,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
             say("interrupted: shrinking and reporting what was found so far")
         report.run_seconds = time.perf_counter() - run_started
         report.busy = {name: round(seconds, 3) for name, seconds in runner.busy.items()}
+        report.draw_seconds = source.seconds
         report.generator_bugs = [str(bug) for bug in source.bugs]
         report.excluded = dict(source.excluded)
         report.rejected = source.rejected
@@ -175,8 +195,15 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
             return runner.run([program.case(f"fuzz_shrink_{evaluated[0]}")])[0]
 
         known = KnownCases(known_paths or ["cases"] + ([str(out)] if out else []))
-        behaviours: dict[str, tuple] = {}  # existing cases' behaviour, run when a finding is a variant of one
-        found_here: dict[str, list[tuple[str, tuple]]] = {}  # this run's new findings, by variant key
+        families = Families(case for case in known.cases if not case.source.startswith(PROVENANCE))
+        verdicts: dict[str, Verdict] = {}  # existing cases' verdicts, run when one could be a finding's hazard
+
+        def verdict_of(case: Case) -> Verdict:
+            if case.id not in verdicts:
+                verdicts[case.id] = runner.run([case])[0]
+            return verdicts[case.id]
+
+        new_causes: dict[tuple, Result] = {}  # this run's new causes, with the finding that showed each first
         seen: dict[str, Result] = {}
         order = {FINDING: 0, REFERENCE: 1, ERROR: 2}
         for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
@@ -185,14 +212,22 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                     f"{tried.drawn.program.size()} steps)")
                 try:
                     shrunk = None if report.interrupted else shrink(tried.drawn.buffer, tried.drawn.ops,
-                                                                    group.signature, evaluate, random_seed=seed)
+                                                                    tried.verdict, evaluate, random_seed=seed,
+                                                                    max_evaluations=shrink_budget)
                 except KeyboardInterrupt:  # the rest is reported as drawn
                     report.interrupted, shrunk = True, None
                     say("interrupted: the remaining findings are reported unshrunk")
                 program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
                                                                                     tried.verdict)
-                result = Result(group.kind, group.signature, group.count, tried.drawn.number, program, verdict,
-                                evaluations=shrunk.evaluations if shrunk else 0)
+                if group.kind == FINDING and not report.interrupted:
+                    observed = observe_what_matters(program)
+                    if observed != program:
+                        again = evaluate(observed)
+                        if again.kind == FINDING:
+                            program, verdict = observed, again
+                cause = families.cause(program.ops(), verdict)
+                result = Result(group.kind, verdict.signature, group.count, tried.drawn.number, program, verdict,
+                                evaluations=shrunk.evaluations if shrunk else 0, cause=cause)
                 report.results.append(result)
                 text = json.dumps([program.dtype, canonical(program.steps)[0]])
                 if text in seen:
@@ -202,24 +237,19 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                 if group.kind != FINDING:
                     result.status = "reported"
                     continue
-                known_id = known.has(program.steps)
-                alike = known_id or _variant(known.variants(program.steps), verdict, behaviours, runner)
-                key = variant_key(program.steps)
-                mine = next((label for label, behaviour in found_here.get(key, [])
-                             if behaviour == verdict.behaviour), None)
+                known_id = known.has(program.steps) or _known_hazard(families, known, cause, verdict_of)
+                first = new_causes.get(cause.key)
                 if known_id:
-                    result.status = f"known: {known_id}"
-                elif alike:
-                    result.status = f"known: a variant of {alike}"
-                elif mine:
-                    result.status = f"a variant of the new finding {mine}"
+                    result.status, result.known = f"known: {known_id}", known_id
+                elif first is not None:
+                    result.status = f"another reproducer of {first.path or f'program {first.number}'}"
                 elif out is None:
                     result.status = "new (not written)"
-                    found_here.setdefault(key, []).append((f"program {tried.drawn.number}", verdict.behaviour))
+                    new_causes[cause.key] = result
                 else:
                     case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
-                                      versions=runner.versions)
-                    found_here.setdefault(key, []).append((case.id, verdict.behaviour))
+                                      versions=runner.versions, cause=cause, modes=modes)
+                    new_causes[cause.key] = result
                     result.status, result.path = "new", case.path
                     again = runner.run([case])[0]  # the written file, through the same path as the suite
                     result.reproduces = again.signature == verdict.signature
@@ -228,13 +258,20 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     return report
 
 
-def _variant(cases: list, verdict: Verdict, behaviours: dict[str, tuple], runner: Any) -> str | None:
-    """The id of an existing case that is a variant of the finding and behaves alike (run to know)."""
-    for case in cases:
-        if case.id not in behaviours:
-            behaviours[case.id] = runner.run([case])[0].behaviour
-        if behaviours[case.id] == verdict.behaviour:
-            return case.id
+def _known_hazard(families: Any, known: Any, cause: Cause, verdict_of: Callable[[Any], Verdict]) -> str | None:
+    """The id of an existing case with the finding's hazard: a hand-written case of its family that uses an
+    op of its pivot's interface and behaves alike, or a found case of the same cause."""
+    from conformance.fuzz.write import PROVENANCE
+
+    hand_written = families.candidates(cause)
+    alike = families.known(cause, {case.id: verdict_of(case) for case in hand_written})
+    if alike:
+        return alike
+    for case in known.cases:
+        if case.source.startswith(PROVENANCE) and cause.pivot in case.ops:
+            theirs = families.cause([step.op for step in case.walk()], verdict_of(case))
+            if theirs.key == cause.key:
+                return case.id
     return None
 
 
@@ -256,7 +293,7 @@ def _progress(report: Report, groups: dict[tuple, Group], seconds: float) -> str
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from conformance.adapter import adapter_classes, is_installed
-    from conformance.settings import OptionError, check_frameworks
+    from conformance.settings import OptionError, check_frameworks, check_modes
 
     if args.list_ops:
         _list_ops(sys.stdout)
@@ -277,8 +314,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
+    try:
+        modes = check_modes(args.mode, classes)
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     report = fuzz(seed=args.seed, budget=args.budget, frameworks=sorted(frameworks), device=args.device,
-                  batch=args.batch, timeout=args.timeout, out=out, known_paths=args.cases, progress=say)
+                  batch=args.batch, timeout=args.timeout, out=out, known_paths=args.cases, progress=say, modes=modes,
+                  shrink_budget=args.shrink_budget)
     print(render(report), end="", flush=True)
     if args.report:
         Path(args.report).write_text(json.dumps(report_json(report), indent=1, default=str), encoding="utf-8")
@@ -288,37 +331,54 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def render(report: Report) -> str:
-    """The closing report: throughput, and every finding, suspected reference bug and harness error."""
+    """The closing report: throughput, the findings grouped by cause (new ones, then known hazards with
+    their new evidence), suspected reference bugs and harness errors."""
     from conformance.fuzz.write import case_text
 
+    draw = 1000 * report.draw_seconds / report.ran if report.ran else 0.0
     lines = ["", f"seed {report.seed}, budget {report.budget}: {report.ran} programs in {report.run_seconds:.1f} s "
-             f"({report.per_second:.1f} programs/s; shrinking {report.shrink_seconds:.1f} s; total "
-             f"{report.seconds:.1f} s)"]
+             f"({report.per_second:.1f} programs/s; drawing {draw:.1f} ms a program; shrinking "
+             f"{report.shrink_seconds:.1f} s; total {report.seconds:.1f} s)"]
     for name, busy in report.busy.items():
         rate = report.ran / busy if busy else 0.0
         lines.append(f"  {name}: {busy:.1f} s busy, {rate:.1f} programs/s")
     lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
     findings, suspects, errors = report.of(FINDING), report.of(REFERENCE), report.of(ERROR)
-    new = [r for r in findings if r.status.startswith("new")]
-    known = [r for r in findings if r.status.startswith("known")]
-    variants = [r for r in findings if r.status.startswith("a variant")]
-    lines.append(f"found: {len(new)} new, {len(known)} already known (the same program, or a variant that behaves "
-                 f"alike), {len(variants)} variant(s) of new ones, {len(suspects)} suspected reference bug(s), "
+    causes = _by_cause(findings)
+    new = [key for key, results in causes.items() if not results[0].known]
+    lines.append(f"found: {len(causes)} distinct cause(s) in {len(findings)} shrunk finding(s): {len(new)} new, "
+                 f"{len(causes) - len(new)} of a known hazard; {len(suspects)} suspected reference bug(s), "
                  f"{len(errors)} harness error(s)")
-    for title, results in (("findings", findings), ("suspected reference bugs (not written)", suspects),
-                           ("harness errors", errors)):
+    for title, keys in (("new causes", new), ("known hazards, with new evidence",
+                                              [key for key in causes if key not in new])):
+        if not keys:
+            continue
+        lines += ["", f"{title}:"]
+        for key in keys:
+            results = causes[key]
+            first = results[0]
+            cause = first.cause
+            programs = sum(r.count for r in results)
+            lines.append(f"- [{cause.family if cause else '?'}] {cause.sentence if cause else first.verdict.reason}")
+            lines.append(f"  {programs} program(s), {len(results)} shrunk; pivot `{cause.pivot if cause else '?'}`")
+            for r in results:
+                where = f" -> {r.path}" + ("" if r.reproduces is None else
+                                           " (reproduces)" if r.reproduces else " (DOES NOT REPRODUCE)") if r.path else ""
+                lines.append(f"  * {_signature_text(r.signature)}  [{r.status}{where}]")
+                if not r.path:
+                    body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
+                                     number=r.number, versions=report.versions).split("steps:\n", 1)[1]
+                    lines += ["    " + line for line in body.rstrip().splitlines()]
+    for title, results in (("suspected reference bugs (not written)", suspects), ("harness errors", errors)):
         if not results:
             continue
         lines += ["", f"{title}:"]
         for r in results:
-            where = f" -> {r.path}" + ("" if r.reproduces is None else
-                                       " (reproduces)" if r.reproduces else " (DOES NOT REPRODUCE)") if r.path else ""
-            lines.append(f"- {_signature_text(r.signature)}  [{r.count} program(s); {r.status}{where}]")
+            lines.append(f"- {_signature_text(r.signature)}  [{r.count} program(s); {r.status}]")
             lines.append(f"  {r.verdict.reason}")
-            if not r.path:
-                body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
-                                 number=r.number, versions=report.versions).split("steps:\n", 1)[1]
-                lines += ["  " + line for line in body.rstrip().splitlines()]
+            body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
+                             number=r.number, versions=report.versions).split("steps:\n", 1)[1]
+            lines += ["  " + line for line in body.rstrip().splitlines()]
             if r.kind == REFERENCE:
                 lines += ["  " + line for line in _values(r.verdict)]
     if report.excluded:
@@ -327,6 +387,16 @@ def render(report: Report) -> str:
     if report.generator_bugs:
         lines += ["", f"generator bugs: {len(report.generator_bugs)} (first: {report.generator_bugs[0][:300]})"]
     return "\n".join(lines) + "\n"
+
+
+def _by_cause(findings: list[Result]) -> dict[tuple, list[Result]]:
+    """Shrunk findings (duplicates left out) by cause, the causes in the order they were first met."""
+    causes: dict[tuple, list[Result]] = {}
+    for result in findings:
+        if result.status.startswith("duplicate") or result.cause is None:
+            continue
+        causes.setdefault(result.cause.key, []).append(result)
+    return causes
 
 
 def _values(verdict: Verdict) -> list[str]:
@@ -341,12 +411,15 @@ def report_json(report: Report) -> dict[str, Any]:
     return {
         "seed": report.seed, "budget": report.budget, "versions": report.versions, "ran": report.ran,
         "seconds": report.seconds, "run_seconds": report.run_seconds, "shrink_seconds": report.shrink_seconds,
-        "programs_per_second": report.per_second, "busy_seconds": report.busy, "outcomes": report.outcomes,
+        "programs_per_second": report.per_second, "draw_seconds": report.draw_seconds, "cells": report.cells,
+        "busy_seconds": report.busy, "outcomes": report.outcomes,
         "excluded_ops": report.excluded, "generator_bugs": report.generator_bugs, "rejected_inputs": report.rejected,
         "interrupted": report.interrupted,
         "results": [{"kind": r.kind, "signature": r.signature, "programs": r.count, "program_number": r.number,
                      "status": r.status, "path": r.path, "reproduces": r.reproduces, "reason": r.verdict.reason,
                      "evaluations": r.evaluations, "outcomes": r.verdict.outcomes(), "dtype": r.program.dtype,
+                     "family": r.cause.family if r.cause else None, "pivot": r.cause.pivot if r.cause else None,
+                     "cause": r.cause.sentence if r.cause else None, "known": r.known,
                      "steps": list(r.program.steps)} for r in report.results],
     }
 

@@ -22,6 +22,7 @@ tolerance are rejected (hypothesis draws another).
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -217,6 +218,8 @@ class Source:
         self.exclude_faulty = exclude_faulty
         self.tried = 0
         self.rejected = 0
+        #: seconds spent drawing (hypothesis and the live reference), for the throughput report
+        self.seconds = 0.0
         self.made = 0
         self.bugs: list[GeneratorBug] = []
         self.excluded: dict[str, str] = {}
@@ -234,6 +237,13 @@ class Source:
         self._fuzz = take.hypothesis.fuzz_one_input
 
     def next(self) -> Drawn:
+        started = time.perf_counter()
+        try:
+            return self._next()
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def _next(self) -> Drawn:
         while True:
             self.tried += 1
             self._last.clear()

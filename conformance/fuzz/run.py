@@ -12,6 +12,10 @@ for tens of thousands of generated programs.  The runner therefore replaces its 
 
 The programs, and so the verdicts, depend only on the seed and the budget: the batch size changes
 how the work is spread, not what is run.
+
+Modes (``docs/modes.md``): each framework runs every program eagerly, and in each compiled mode asked
+for that it has; a compiled cell is named ``framework:mode`` among the verdict's cells, so a finding
+that only compiling gives is told from one eager code gives too.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from conformance.engine import Engine
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
 from conformance.fuzz.generate import Drawn, Source
 from conformance.fuzz.verdict import Cell, Verdict, judge
+from conformance.settings import EAGER, modes_for
 
 __all__ = ["Runner", "Tried", "campaign", "case_id", "RECYCLE"]
 
@@ -42,14 +47,17 @@ class Runner:
     """Runs programs through every given framework's worker and the reference service, and judges them."""
 
     def __init__(self, frameworks: Sequence[str], device: str = "cpu", timeout: float = DEFAULT_TIMEOUT,
-                 recycle: int = RECYCLE) -> None:
+                 recycle: int = RECYCLE, modes: Sequence[str] = (EAGER,)) -> None:
         self.frameworks = list(frameworks)
         self.device = device
         self.timeout = timeout
         self.recycle = recycle
-        #: seconds each framework's worker had programs (from each cell's timing)
-        self.busy = {name: 0.0 for name in self.frameworks}
         classes = adapter_classes()
+        #: (cell name, framework, mode) of every cell a program runs as: eager first, then compiled modes
+        self.cells = [(name if mode == EAGER else f"{name}:{mode}", name, mode) for name in self.frameworks
+                      for mode in modes_for([EAGER, *modes], getattr(classes[name], "modes", {}))]
+        #: seconds each cell's worker had programs (from each cell's timing), by cell name
+        self.busy = {cell: 0.0 for cell, _, _ in self.cells}
         self.versions = {name: installed_version(classes[name]) or "unknown" for name in self.frameworks}
         self.engine: Engine | None = None
         self._sent = 0
@@ -73,7 +81,7 @@ class Runner:
         assert self.engine is not None
         engine = self.engine
         self._sent += len(cases)
-        engine.prefetch([(case, name, self.device, "eager") for case in cases for name in self.frameworks])
+        engine.prefetch([(case, name, self.device, mode) for case in cases for _, name, mode in self.cells])
         return lambda: [self._verdict(engine, case) for case in cases]
 
     def run(self, cases: Sequence[Case]) -> list[Verdict]:
@@ -81,12 +89,12 @@ class Runner:
 
     def _verdict(self, engine: Engine, case: Case) -> Verdict:
         cells = {}
-        for name in self.frameworks:
-            record = engine.run_cell(case, name, self.device)
-            self.busy[name] += float(record["timings"].get("cell_seconds") or 0.0)
+        for cell, name, mode in self.cells:
+            record = engine.run_cell(case, name, self.device, mode)
+            self.busy[cell] += float(record["timings"].get("cell_seconds") or 0.0)
             if record.get("framework_version"):
                 self.versions[name] = record["framework_version"]
-            cells[name] = Cell(record["outcome"], record["details"])
+            cells[cell] = Cell(record["outcome"], record["details"])
         return judge(case, cells)
 
     def close(self) -> None:

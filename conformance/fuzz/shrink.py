@@ -1,13 +1,18 @@
-"""Shrinking a finding to a minimal program with the same signature, by hypothesis's own shrinker.
+"""Shrinking a finding to a minimal program that is the same finding: hypothesis's shrinker, then deletion.
 
 The finding's input bytes go into an in-memory example database through the
 test's ``fuzz_one_input`` (hypothesis's way to hand it a failure found outside
 it); then the test runs with only the reuse and shrink phases: hypothesis
 replays the finding and shrinks it, running each candidate program through the
-frameworks and the reference.  A candidate "fails" when its verdict has the same
-signature as the finding (the same kind, and per framework the same outcome and
-what characterises it).  The last failing program hypothesis runs is its
-minimal one.
+frameworks and the reference.  A candidate "fails" when it is the same finding
+(:meth:`Verdict.keeps`: the same kind, and per framework that could run the
+finding the same outcome and what characterises it; a framework that could not,
+``unsupported``, may do anything, so no step is kept only to keep it unable).
+
+Hypothesis shrinks the bytes the program was drawn from, and a step other steps
+were drawn around can outlive it; so the smallest program it gives then loses
+every step (at any depth) whose deletion leaves a valid program with the same
+finding, one at a time, until none can go.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, HypothesisException
 
+from conformance.case.load import CaseError
 from conformance.fuzz.generate import GeneratorBug, Program, programs
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import Op
@@ -39,12 +45,12 @@ class Shrunk:
         self.evaluations = evaluations
 
 
-def shrink(buffer: bytes, ops: Mapping[str, Op], signature: tuple, evaluate: Callable[[Program], Verdict],
+def shrink(buffer: bytes, ops: Mapping[str, Op], target: Verdict, evaluate: Callable[[Program], Verdict],
            *, random_seed: int = 0, max_evaluations: int = 500) -> Shrunk | None:
-    """Shrink the program *buffer* draws (from ``programs(ops)``) while its verdict keeps *signature*.
+    """Shrink the program *buffer* draws (from ``programs(ops)``) while it stays the finding *target*.
 
-    *evaluate* runs one program and judges it.  Returns None when the program does not reproduce its
-    signature at all; with more than *max_evaluations* candidates, the smallest found so far.
+    *evaluate* runs one program and judges it.  Returns None when the program does not reproduce the
+    finding at all; with more than *max_evaluations* candidates, the smallest found so far.
     """
     cache: dict[str, Verdict] = {}
     failing: list[tuple[Program, Verdict]] = []
@@ -67,7 +73,7 @@ def shrink(buffer: bytes, ops: Mapping[str, Op], signature: tuple, evaluate: Cal
         if count[0] >= max_evaluations and failing:  # out of budget: stop finding anything smaller
             return
         verdict = verdict_of(program)
-        if verdict.signature == signature:
+        if verdict.keeps(target):
             failing.append((program, verdict))
             raise _SameSignature()
 
@@ -87,4 +93,66 @@ def shrink(buffer: bytes, ops: Mapping[str, Op], signature: tuple, evaluate: Cal
         pass
     # Hypothesis ends by replaying its minimal failing program; the smallest seen is kept either way.
     program, verdict = min(reversed(failing), key=lambda pair: pair[0].size())
+    program, verdict = delete_steps(program, verdict, target, verdict_of, max_evaluations)
     return Shrunk(program, verdict, count[0])
+
+
+def delete_steps(program: Program, verdict: Verdict, target: Verdict, evaluate: Callable[[Program], Verdict],
+                 max_evaluations: int = 500) -> tuple[Program, Verdict]:
+    """Delete steps of *program* one at a time (the last first, at any depth) while what is left is a valid
+    program with the finding *target*; until no step can go, or *max_evaluations* candidates ran."""
+    changed, tried = True, 0
+    while changed and tried < max_evaluations:
+        changed = False
+        for path in reversed(list(_paths(program.steps))):
+            candidate = Program(_still_observing(_without(program.steps, path), program.steps), program.dtype)
+            if candidate.size() >= program.size():  # an observation put back for the one deleted: no smaller
+                continue
+            try:
+                candidate.case("candidate")
+            except CaseError:
+                continue
+            tried += 1
+            judged = evaluate(candidate)
+            if judged.keeps(target):
+                program, verdict, changed = candidate, judged, True
+                break
+    return program, verdict
+
+
+def _still_observing(steps: tuple, before: tuple) -> tuple:
+    """*steps* without the observations of names no step binds any more; with none left, observing the value
+    of the last name a top-level step still binds (a program observes something)."""
+    bound = {name.split(".")[0] for name in _outs(steps)}
+    kept = tuple(step for step in steps if "observe" not in step or all(
+        target.split(".")[0] in bound for target in (step["of"] if isinstance(step["of"], list) else [step["of"]])))
+    if any("observe" in step for step in kept):
+        return kept
+    names = [name for step in kept for name in _outs([step])]
+    return kept + ({"observe": "value", "of": names[-1]},) if names else kept
+
+
+def _outs(steps) -> list[str]:
+    names = []
+    for step in steps:
+        out = step.get("out")
+        names += [out] if isinstance(out, str) else [n for n in out if isinstance(n, str)] if isinstance(out, list) else []
+        names += _outs(step.get("steps", ()))
+    return names
+
+
+def _paths(steps, prefix: tuple[int, ...] = ()):
+    """Every step's position: its index, and inside a block the indices down to it."""
+    for index, step in enumerate(steps):
+        yield prefix + (index,)
+        yield from _paths(step.get("steps", ()), prefix + (index,))
+
+
+def _without(steps, path: tuple[int, ...]) -> tuple:
+    """*steps* without the step at *path*."""
+    head, *rest = path
+    if not rest:
+        return tuple(steps[:head]) + tuple(steps[head + 1:])
+    inner = dict(steps[head])
+    inner["steps"] = list(_without(inner["steps"], tuple(rest)))
+    return tuple(steps[:head]) + (inner,) + tuple(steps[head + 1:])

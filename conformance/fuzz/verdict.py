@@ -5,7 +5,11 @@
   frameworks disagree on raising against computing silently.
 * A **suspected reference bug**: every framework is wrong, and they agree with
   each other (within the observation's tolerance) on every observation the
-  reference disagrees with.  It is reported apart, never written as a case.
+  reference disagrees with; or the frameworks that ran agree there is no
+  gradient where the reference has one: those that computed give none, and
+  those that raised did so in backward, not by an autograd safety check (a
+  framework without an op of the program, ``unsupported``, says nothing
+  either way).  It is reported apart, never written as a case.
 * A **harness error**: a cell ``error`` (a fault of an adapter, an op or the
   judge, never a framework behaviour).
 
@@ -42,14 +46,14 @@ class Cell:
     def wrong_observations(self) -> dict[str, Mapping[str, Any]]:
         return {o["name"]: o for o in self.details.get("observations", []) if o.get("ok") is False}
 
-    def signature(self, op: bool = True) -> tuple:
-        """The outcome and what characterises it (with the op that raised, unless *op* is false)."""
+    def signature(self) -> tuple:
+        """The outcome and what characterises it (for a raise, its kind and the op that raised)."""
         if self.wrong:
             kinds = sorted({o["kind"] for o in self.wrong_observations().values()})
             return ("wrong", *kinds)
         if self.outcome == "raises":
             exception = self.details.get("exception", {})
-            return ("raises", exception.get("kind", "")) + ((exception.get("op", ""),) if op else ())
+            return ("raises", exception.get("kind", ""), exception.get("op", ""))
         if self.outcome == "crash":
             return ("crash", self.details.get("signal") or "")
         return (self.outcome,)
@@ -68,10 +72,14 @@ class Verdict:
         """What shrinking keeps: the kind, and per framework the outcome and what characterises it."""
         return (self.kind,) + tuple((name, *self.cells[name].signature()) for name in sorted(self.cells))
 
-    @property
-    def behaviour(self) -> tuple:
-        """The signature without the op that raised: what variants of one program share."""
-        return (self.kind,) + tuple((name, *self.cells[name].signature(op=False)) for name in sorted(self.cells))
+    def keeps(self, target: "Verdict") -> bool:
+        """Whether this verdict is the same finding as *target*: the same kind and, per framework that
+        ran in *target*, the same signature.  A framework *target* could not run (``unsupported``) may do
+        anything here: shrinking never keeps a step only so that a framework stays unable to run it."""
+        if self.kind != target.kind or set(self.cells) != set(target.cells):
+            return False
+        return all(cell.outcome == "unsupported" or self.cells[name].signature() == cell.signature()
+                   for name, cell in target.cells.items())
 
     def outcomes(self) -> dict[str, str]:
         return {name: cell.outcome for name, cell in sorted(self.cells.items())}
@@ -89,6 +97,9 @@ def judge(case: Case, cells: Mapping[str, Cell]) -> Verdict:
         if disagreement is None:
             return Verdict(cells, REFERENCE, "every framework gives the same result, which the reference does not")
         return Verdict(cells, FINDING, f"wrong in {', '.join(wrong)} ({disagreement})")
+    if wrong and _no_gradient_where_the_reference_has_one(cells, wrong):
+        return Verdict(cells, REFERENCE, f"{', '.join(wrong)} give(s) no gradient where the reference has one, "
+                                         f"and no framework that ran gives one")
     if wrong:
         return Verdict(cells, FINDING, f"wrong in {', '.join(wrong)}")
     broken = sorted(name for name, cell in cells.items() if cell.outcome in ("crash", "timeout"))
@@ -99,6 +110,22 @@ def judge(case: Case, cells: Mapping[str, Cell]) -> Verdict:
     if raising and silent:
         return Verdict(cells, FINDING, f"{', '.join(raising)} raise(s), {', '.join(silent)} compute(s) silently")
     return Verdict(cells, NOTHING)
+
+
+def _no_gradient_where_the_reference_has_one(cells: Mapping[str, Cell], wrong: list[str]) -> bool:
+    """Every wrong observation is a gradient the framework does not give (None), and every other framework
+    that ran raised in backward without an autograd safety check (the graph has nothing to give)."""
+    for name in wrong:
+        observations = cells[name].wrong_observations().values()
+        if not observations or any(o.get("kind") != "grad" or o.get("value") is not None for o in observations):
+            return False
+    for name, cell in cells.items():
+        if name in wrong or cell.outcome == "unsupported":
+            continue
+        exception = cell.details.get("exception", {})
+        if cell.outcome != "raises" or exception.get("phase") != "backward" or exception.get("kind") == "autograd":
+            return False
+    return True
 
 
 def _disagreement(case: Case, cells: list[Cell]) -> str | None:

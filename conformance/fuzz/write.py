@@ -5,11 +5,8 @@ literal values (only shapes count), and the names of observations; an existing
 case "has" a found program when it is the same program once observations are
 set aside and it observes at least what the found one observes.
 
-Two programs are **variants** of each other when they are the same once every op
-is replaced by its interface in the op table (argument kinds, output, fields:
-``sin_`` for ``cos_``, ``add_`` for ``mul_``) and literals are set aside (their
-shapes too).  A variant that behaves alike (the same outcomes, see
-``Verdict.behaviour``) is the same finding, and is reported, not written again.
+A found program that is not the same as an existing case may still have its
+hazard: that is decided by cause (``cause.py``), before a case is written.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ import numpy as np
 import yaml
 
 from conformance.case.load import Case, load_case, load_cases
+from conformance.fuzz.cause import Cause
 from conformance.fuzz.generate import Program
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import OPS
@@ -35,28 +33,6 @@ __all__ = ["KnownCases", "canonical", "case_text", "write_case", "PROVENANCE"]
 PROVENANCE = "found by fuzzing"
 #: Ops that only make operands: left out of a found case's id.
 _SOURCES = {"tensor", "array", "full"}
-
-
-def interface(op: str) -> str:
-    """An op as its interface in the table: what variants share."""
-    spec = OPS.get(op)
-    if spec is None:
-        return op
-    return json.dumps([list(spec.args), spec.out, spec.binds, sorted(spec.fields), spec.block])
-
-
-def variant_key(steps: Sequence[Mapping[str, Any]]) -> str:
-    """The program with each op replaced by its interface and its literals set aside (observations too)."""
-    def walk(items: Any) -> Any:
-        if isinstance(items, list):
-            return [walk(item) for item in items]
-        if isinstance(items, dict):
-            spec = OPS.get(items.get("op", ""))
-            literals = {name for name, field in spec.fields.items() if field.type == "numbers"} if spec else set()
-            return {k: (interface(v) if k == "op" else "literal" if k in literals else walk(v))
-                    for k, v in items.items()}
-        return items
-    return json.dumps(walk(json.loads(canonical(steps)[0])), sort_keys=True)
 
 
 def canonical(steps: Sequence[Mapping[str, Any]]) -> tuple[str, frozenset[tuple]]:
@@ -110,8 +86,8 @@ class KnownCases:
 
     def __init__(self, paths: Iterable[Path | str]) -> None:
         cases, _ = load_cases([p for p in paths if Path(p).exists()])
+        self.cases: list[Case] = list(cases)
         self.by_program: dict[str, list[tuple[str, frozenset]]] = {}
-        self.by_variant: dict[str, list[Case]] = {}
         self.ids = {case.id for case in cases}
         for case in cases:
             self.add(case)
@@ -119,12 +95,7 @@ class KnownCases:
     def add(self, case: Case) -> None:
         program, observed = canonical(case.raw["steps"])
         self.by_program.setdefault(program, []).append((case.id, observed))
-        self.by_variant.setdefault(variant_key(case.raw["steps"]), []).append(case)
         self.ids.add(case.id)
-
-    def variants(self, steps: Sequence[Mapping[str, Any]]) -> list[Case]:
-        """The cases that are variants of this program (their behaviour is for the caller to compare)."""
-        return list(self.by_variant.get(variant_key(steps), []))
 
     def has(self, steps: Sequence[Mapping[str, Any]]) -> str | None:
         """The id of a case that has this program, or None."""
@@ -135,13 +106,13 @@ class KnownCases:
         return None
 
 
-def case_id(program: Program) -> str:
-    """``found_`` + the program's distinctive ops + a digest of its canonical form."""
-    ops = []
+def case_id(program: Program, cause: Cause | None = None) -> str:
+    """``found_`` + the hazard family + the program's distinctive ops + a digest of its canonical form."""
+    ops = [cause.family] if cause is not None else []
     for op in program.ops():
         if op not in _SOURCES and op not in ops:
             ops.append(op)
-    stem = re.sub(r"_+", "_", "_".join(ops[:3]).strip("_")) or "program"
+    stem = re.sub(r"[^a-z0-9]+", "_", "_".join(ops[:4]).lower()).strip("_") or "program"
     digest = hashlib.sha256(json.dumps([program.dtype, canonical(program.steps)[0]]).encode()).hexdigest()[:6]
     return f"found_{stem}_{digest}"
 
@@ -161,19 +132,24 @@ def _describe(verdict: Verdict, versions: Mapping[str, str]) -> str:
 
 
 def case_text(program: Program, verdict: Verdict, *, case_id_: str, seed: int, budget: int, number: int,
-              versions: Mapping[str, str]) -> str:
+              versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = ()) -> str:
     """The YAML of a found case."""
     outcomes = ", ".join(f"{name} {cell.outcome}" for name, cell in sorted(verdict.cells.items()))
     versions_text = ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
+    mode_flags = "".join(f" --mode {mode}" for mode in modes)
+    family = f"[{cause.family}] " if cause is not None else ""
+    why = (f"Hazard family: {cause.family}; it hinges on `{cause.pivot}`.  Why it matters: {cause.sentence}  "
+           if cause is not None else "")
     head = {
         "id": case_id_,
-        "title": f"{outcomes}: {', '.join(dict.fromkeys(program.ops()))}",
-        "source": f"{PROVENANCE}: conformance fuzz --seed {seed} --budget {budget}, program {number}, "
+        "title": f"{family}{outcomes}: {', '.join(dict.fromkeys(program.ops()))}",
+        "source": f"{PROVENANCE}: conformance fuzz --seed {seed} --budget {budget}{mode_flags}, program {number}, "
                   f"shrunk by hypothesis; {versions_text}",
         "description": (
-            f"A program the differential fuzzer generated and hypothesis shrank to this minimal form "
-            f"(a {program.dtype} program): {verdict.reason}.  When found: {_describe(verdict, versions)}.  "
-            f"The reference (docs/reference.md) judges it; no hand-written case had this program."),
+            f"{why}A program the differential fuzzer generated and shrank to this minimal form "
+            f"(a {program.dtype} program; every step left is needed for the finding), observing what its writes "
+            f"touched: {verdict.reason}.  When found: {_describe(verdict, versions)}.  "
+            f"The reference (docs/reference.md) judges it; no hand-written case had this hazard."),
     }
     text = yaml.safe_dump(head, sort_keys=False, width=110, allow_unicode=True)
     return text + "steps:\n" + "".join(_step_lines(step, 1) for step in program.steps)
@@ -201,16 +177,16 @@ def _flow(value: Any) -> str:
 
 
 def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, budget: int, number: int,
-               versions: Mapping[str, str]) -> Case:
+               versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = ()) -> Case:
     """Write the found case and check it loads back as the same program; return it.  A file already at
     the case's name is never replaced: the case takes the next free name (``_2``, ``_3``...) instead."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = case_id(program)
+    stem = case_id(program, cause)
     for attempt in itertools.count(1):
         name = stem if attempt == 1 else f"{stem}_{attempt}"
         path = folder / f"{name}.yaml"
         text = case_text(program, verdict, case_id_=name, seed=seed, budget=budget, number=number,
-                         versions=versions)
+                         versions=versions, cause=cause, modes=modes)
         try:
             with open(path, "x", encoding="utf-8") as handle:  # created here, or left as it is
                 handle.write(text)

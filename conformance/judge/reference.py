@@ -25,7 +25,7 @@ import itertools
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
@@ -263,13 +263,14 @@ class ReferenceResult:
 
 
 def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None, *,
-                  partial: bool = False) -> ReferenceResult:
+                  partial: bool = False, copies: Collection[str] = ()) -> ReferenceResult:
     """Interpret *case*; raise ReferenceFailure if it cannot, or ReferenceLimit if it has not finished
     within *time_limit* seconds (a case may loop for ever).  With *partial*, a step it cannot model ends
     the value model there instead (``stopped``), and an observation it cannot give is left out
     (``unjudged``): what it did model is still judged.  With *rounding*, every value is rounded as
-    float32 arithmetic rounds it (:func:`float32_spread`)."""
-    machine = Machine(time.monotonic() + time_limit, rounding, partial=partial)
+    float32 arithmetic rounds it (:func:`float32_spread`).  *copies*: ops whose results are copies here
+    (a framework's documented copies, ``Adapter.copies``), where the storage model has views."""
+    machine = Machine(time.monotonic() + time_limit, rounding, partial=partial, copies=copies)
     try:
         machine.run(case.steps)
     except ReferenceFailure as exc:
@@ -283,7 +284,8 @@ def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Roundin
 SPREAD_RUNS = 5
 
 
-def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 60.0) -> dict[str, np.ndarray | None]:
+def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 60.0,
+                   copies: Collection[str] = ()) -> dict[str, np.ndarray | None]:
     """How far float32 arithmetic can move each observation of *case* from its float64 reference: the
     largest distance, element by element, over runs of the program with every value rounded to float32
     (to nearest, then up or down at random, seeded by the case's id so a verdict is reproducible).
@@ -296,7 +298,7 @@ def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 6
     spread: dict[str, np.ndarray | None] = {}
     for run in range(SPREAD_RUNS):
         rounded = run_reference(case, max(deadline - time.monotonic(), 0.001),
-                                Float32Rounding(rng if run else None), partial=True).observations
+                                Float32Rounding(rng if run else None), partial=True, copies=copies).observations
         for key, exact in reference.observations.items():
             value = rounded.get(key)
             if exact is None or value is None or np.shape(value) != np.shape(exact):
@@ -409,8 +411,10 @@ class Machine:
     """The reference's state while it interprets a case: names, grad mode, observations."""
 
     def __init__(self, deadline: float = float("inf"), rounding: Float32Rounding | None = None,
-                 partial: bool = False) -> None:
+                 partial: bool = False, copies: Collection[str] = ()) -> None:
         self.deadline = deadline
+        #: ops whose results are copies, where the storage model has views (:func:`run_reference`)
+        self.copies = frozenset(copies)
         #: an observation it cannot give is left out (``unjudged``) rather than ending the run
         self.partial = partial
         self.unjudged: dict[str, str] = {}
@@ -438,6 +442,8 @@ class Machine:
                     OBSERVATIONS[step.kind].reference(self, step)
                 else:
                     OPS[step.op].reference(self, step)
+                    if step.op in self.copies:
+                        self._as_copies(step)
             except (ReferenceFailure, ReferenceLimit, MemoryError):
                 raise
             except Exception as exc:  # a numerical or shape problem in the case itself
@@ -446,6 +452,18 @@ class Machine:
                     self.unjudged[observation_key(step.name, self.loop)] = str(failure)
                     continue
                 raise failure from exc
+
+    def _as_copies(self, step: Step) -> None:
+        """Rebind the results of *step* to copies of what the storage model gave: the same values, a
+        storage of their own; a tensor's copy is tracked as ``clone()`` is, an array's is a new array."""
+        for name in step.out:
+            value = self.env.get(name)
+            if not isinstance(value, Tensor):
+                continue
+            if value.kind == "array":
+                self.env[name] = Tensor.fresh(value.value, kind="array")
+            else:
+                self.env[name] = self.new(lambda x: (x.copy(), [lambda g: g]), value)
 
     # -- names -----------------------------------------------------------------------
 

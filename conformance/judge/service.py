@@ -35,16 +35,20 @@ def _jsonable(value: np.ndarray | None) -> Any:
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     """The reference observations of the request's case, with where the value model stopped (``stopped``)
     and the observations it cannot give (``unjudged``); with ``"spread": true``, instead, how far float32
-    arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`)."""
+    arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`).  With
+    ``"copies": [ops]``, both for a storage model where those ops' results are copies (a framework's
+    documented copies)."""
     from conformance.case.load import case_from_message
     from conformance.judge.reference import ReferenceFailure, ReferenceLimit, float32_spread, run_reference
 
     limit = float(request.get("time_limit", 60))
     try:
         case = case_from_message(request)
-        result = run_reference(case, time_limit=limit, partial=True)
+        copies = request.get("copies") or ()
+        result = run_reference(case, time_limit=limit, partial=True, copies=copies)
         if request.get("spread"):
-            return {"status": "ok", "spread": {k: _jsonable(v) for k, v in float32_spread(case, result, limit).items()}}
+            spread = float32_spread(case, result, limit, copies=copies)
+            return {"status": "ok", "spread": {k: _jsonable(v) for k, v in spread.items()}}
     except ReferenceFailure as exc:
         return {"status": "failed", "message": str(exc)}
     except ReferenceLimit as exc:

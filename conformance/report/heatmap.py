@@ -18,10 +18,19 @@ __all__ = ["COLOURS", "write_heatmap"]
 
 #: One colour per outcome; danger in reds, memory semantics in blues, "not a behaviour" in greys.
 COLOURS = {
-    "silent-wrong": "#d62728", "crash": "#8c1d1d", "timeout": "#9467bd", "warns": "#ffbf00",
+    "silent-wrong": "#d62728", "crash": "#8c1d1d", "timeout": "#9467bd", "warns (wrong result)": "#b35806",
+    "warns": "#ffbf00",
     "raises": "#ff7f0e", "silent-correct": "#2ca02c", "aliases": "#1f77b4", "copies": "#9ecae1",
     "unsupported": "#bdbdbd", "error": "#e377c2", "skipped": "#eeeeee",
 }
+
+
+#: A warning beside a wrong result is a finding; a harmless warning is not: they get colours of their own.
+WARNS_WRONG = "warns (wrong result)"
+
+
+def _kind(record: Record) -> str:
+    return WARNS_WRONG if record.outcome == "warns" and record.correct is False else record.outcome
 
 
 def write_heatmap(records: Iterable[Record], path: Path | str) -> str | None:
@@ -45,13 +54,14 @@ def write_heatmap(records: Iterable[Record], path: Path | str) -> str | None:
     cases = sorted({(r.topic or "", r.case) for r in cells.values()})
     if not columns or not cases:
         return "no cell ran, so no heatmap was drawn."
-    outcomes = list(ORDER) + sorted({r.outcome for r in cells.values()} - set(ORDER))
+    known = [kind for outcome in ORDER for kind in ((WARNS_WRONG, outcome) if outcome == "warns" else (outcome,))]
+    outcomes = known + sorted({_kind(r) for r in cells.values()} - set(known))
     grid = np.full((len(cases), len(columns)), np.nan)
     for i, (_, case) in enumerate(cases):
         for j, column in enumerate(columns):
             record = cells.get((case, column))
             if record is not None:
-                grid[i, j] = outcomes.index(record.outcome)
+                grid[i, j] = outcomes.index(_kind(record))
     cmap = ListedColormap([COLOURS.get(o, "#000000") for o in outcomes]).with_extremes(bad="white")
     fig, ax = plt.subplots(figsize=(2.0 + 1.3 * len(columns), 1.5 + 0.32 * len(cases)))
     ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(outcomes) - 0.5, aspect="auto")

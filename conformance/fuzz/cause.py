@@ -1,0 +1,188 @@
+"""What a finding is about: its hazard family, the op it hinges on, and one sentence on why it matters.
+
+Findings are grouped by cause, not by their exact outcomes: the same hazard
+reached through ``sin_`` or ``cos_``, after a ``reshape`` or a ``transpose``, is
+one cause.  The families are the hand-written catalogue's topics
+(``cases/<topic>/``), learnt from it: a finding belongs to the topic whose cases
+use its ops most distinctively (each op weighted by how few topics use it, as
+tf-idf weighs words), and hinges on the op that weighs most there (for a raise,
+the op that raised).  A finding whose ops no hand-written case uses opens a new
+family; one that only a compiled mode gets wrong is of the family ``compiled``.
+
+A finding is **known** when a hand-written case of its family uses an op of the
+same interface as its pivot (``sin_`` for ``cos_``) and behaves alike (wrong,
+raising with the same kind, or the same outcome) on every framework that ran
+the finding: it then adds evidence to that case, not a new case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from conformance.case.load import Case
+from conformance.fuzz.verdict import Cell, Verdict
+from conformance.ops import OPS
+
+__all__ = ["Cause", "Families", "behaviour_class", "interface", "COMPILED"]
+
+#: Ops that only make operands, read results or run backward: they say nothing of the hazard.
+NEUTRAL = frozenset({"tensor", "array", "full", "observe", "sum", "mean", "backward"})
+#: The family of findings only a compiled mode gets wrong (modes are an axis of the matrix, not a topic).
+COMPILED = "compiled"
+#: Cases added to every topic's count when weighing an op (:meth:`Families.weight`).
+SMOOTHING = 5
+#: What marks a compiled cell's name: ``framework:mode``.
+MODE_SEPARATOR = ":"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A finding's hazard family, the op it hinges on, and per framework how it behaves."""
+
+    family: str
+    pivot: str
+    behaviour: tuple[tuple[str, tuple], ...]
+    sentence: str
+
+    @property
+    def key(self) -> tuple:
+        """What findings of one cause share: the family, the pivot's interface, the behaviour."""
+        return self.family, interface(self.pivot), self.behaviour
+
+
+def interface(op: str) -> str:
+    """An op as its interface in the op table (argument kinds, output, fields): ``sin_`` and ``cos_`` share
+    one, ``add_`` and ``mul_`` another."""
+    spec = OPS.get(op)
+    if spec is None:
+        return op
+    return json.dumps([list(spec.args), spec.out, spec.binds, sorted(spec.fields), spec.block])
+
+
+def behaviour_class(cell: Cell) -> tuple:
+    """How a cell behaves, coarsely: wrong, raises (with the kind), or its outcome."""
+    if cell.wrong:
+        return ("wrong",)
+    if cell.outcome == "raises":
+        return ("raises", cell.details.get("exception", {}).get("kind", ""))
+    return (cell.outcome,)
+
+
+def _about(verdict: Verdict) -> list[str]:
+    """The cells a finding is about: those wrong, broken, or raising where another computes."""
+    wrong = [name for name, cell in verdict.cells.items() if cell.wrong or cell.outcome in ("crash", "timeout")]
+    if wrong:
+        return sorted(wrong)
+    return sorted(name for name, cell in verdict.cells.items() if cell.outcome == "raises")
+
+
+class Families:
+    """The catalogue's topics and the ops their cases use: what a finding's family and pivot are learnt from."""
+
+    def __init__(self, cases: Iterable[Case]) -> None:
+        self.cases: dict[str, list[Case]] = {}
+        for case in cases:
+            self.cases.setdefault(case.topic or "", []).append(case)
+        self.uses: dict[str, Counter[str]] = {topic: Counter(op for case in cases for op in case.ops)
+                                              for topic, cases in self.cases.items()}
+        topics_using = Counter(op for counter in self.uses.values() for op in counter)
+        self.idf = {op: math.log((1 + len(self.uses)) / (1 + count)) + 1e-3 for op, count in topics_using.items()}
+
+    def weight(self, topic: str, op: str) -> float:
+        """How much *op* says a program is of *topic*: the share of the topic's cases that use it (smoothed,
+        so that one case of a two-case topic is not half of its evidence) times how few topics use it."""
+        cases = len(self.cases.get(topic, ()))
+        return self.uses.get(topic, Counter())[op] / (cases + SMOOTHING) * self.idf.get(op, 0.0)
+
+    def cause(self, ops: Sequence[str], verdict: Verdict) -> Cause:
+        """The cause of a finding whose program uses *ops* (in order)."""
+        distinctive = [op for op in dict.fromkeys(ops) if op not in NEUTRAL] or list(dict.fromkeys(ops))
+        about = _about(verdict)
+        behaviour = tuple((name, behaviour_class(verdict.cells[name])) for name in sorted(verdict.cells)
+                          if verdict.cells[name].outcome != "unsupported")
+        raised_at = [verdict.cells[name].details.get("exception", {}).get("op") for name in about
+                     if verdict.cells[name].outcome == "raises"]
+        # A raise is about the op that raised: its topics decide, the other ops only break ties.
+        weighed = [op for op in raised_at if op in distinctive] or distinctive
+        scores = {topic: (sum(self.weight(topic, op) for op in weighed), sum(self.weight(topic, op)
+                                                                            for op in distinctive))
+                  for topic in self.uses}
+        best = max(sorted(scores), key=lambda topic: scores[topic], default="")
+        if _only_compiled(verdict, about):
+            family = COMPILED
+        elif not best or scores[best][1] <= 0:
+            family = f"new: {distinctive[0]}" if distinctive else "new"
+        else:
+            family = best
+        in_family = best if family == COMPILED else family
+        pivot = next((op for op in raised_at if op in distinctive), None) or max(
+            distinctive, key=lambda op: (self.weight(in_family, op), -distinctive.index(op)))
+        return Cause(family, pivot, behaviour, _sentence(verdict, about, pivot, family))
+
+    def known(self, cause: Cause, behaviours: Mapping[str, Verdict]) -> str | None:
+        """The id of a case among *behaviours* (hand-written cases' verdicts by id, see :meth:`candidates`)
+        that behaves as the finding does on every framework that ran it."""
+        for case_id, verdict in behaviours.items():
+            theirs = {name: behaviour_class(cell) for name, cell in verdict.cells.items()}
+            if cause.behaviour and all(theirs.get(name) == behaviour for name, behaviour in cause.behaviour):
+                return case_id
+        return None
+
+    def candidates(self, cause: Cause) -> list[Case]:
+        """The hand-written cases that could be the cause's known hazard: in its family (for a compiled
+        finding, any), using an op of the pivot's interface."""
+        pivot = interface(cause.pivot)
+        topics = self.cases if cause.family == COMPILED else {cause.family: self.cases.get(cause.family, [])}
+        return [case for cases in topics.values() for case in cases
+                if any(interface(op) == pivot for op in case.ops)]
+
+
+def _only_compiled(verdict: Verdict, about: list[str]) -> bool:
+    """Whether only compiled cells are wrong or broken, and each one's framework is right in eager."""
+    if not about or not all(MODE_SEPARATOR in name for name in about):
+        return False
+    for name in about:
+        eager = verdict.cells.get(name.split(MODE_SEPARATOR)[0])
+        if eager is None or eager.wrong or eager.outcome in ("crash", "timeout", "raises"):
+            return False
+    return True
+
+
+def _sentence(verdict: Verdict, about: list[str], pivot: str, family: str) -> str:
+    """Why the finding matters, in one sentence a porter or a framework developer reads."""
+    cells = verdict.cells
+    others = [name for name in sorted(cells) if name not in about and cells[name].outcome != "unsupported"]
+    right = [name for name in others if cells[name].outcome in ("silent-correct", "copies", "aliases")
+             or (cells[name].outcome == "warns" and not cells[name].wrong)]
+    refusing = [name for name in others if cells[name].outcome == "raises"]
+    who = ", ".join(about)
+    first = cells[about[0]] if about else None
+    frameworks = {name.split(MODE_SEPARATOR)[0] for name in [*about, *right, *refusing]}
+    if first is not None and first.outcome == "raises" and right and len(frameworks) == 1:
+        compiled = [name for name in about if MODE_SEPARATOR in name]
+        return (f"{who} refuse(s) at `{pivot}` what {', '.join(right)} compute(s) as the reference does: "
+                + ("compiling this code turns it into an error." if compiled
+                   else "the error goes away when the code is compiled, so a compiled model runs what eager refuses."))
+    if first is not None and first.wrong:
+        kinds = ", ".join(sorted({o["kind"] for o in first.wrong_observations().values()})) or "result"
+        what = f"{who} silently give(s) a wrong {kinds} after `{pivot}`"
+        if family == COMPILED:
+            return (f"{what} in a compiled mode where eager gives the reference's: compiling the same code "
+                    f"changes its numbers without a word.")
+        if refusing:
+            return (f"{what} where {', '.join(refusing)} refuse(s) the program: code that relied on the error "
+                    f"computes a wrong {kinds} once ported.")
+        if right:
+            return (f"{what} where {', '.join(right)} give(s) the reference's: the same program computes "
+                    f"different numbers after porting, with no error to notice.")
+        return f"{what}: no framework that runs it gives the reference's result."
+    if first is not None and first.outcome in ("crash", "timeout"):
+        return f"{who} {'dies' if first.outcome == 'crash' else 'hangs'} on a program built around `{pivot}`."
+    if right:
+        return (f"{who} refuse(s) at `{pivot}` a program {', '.join(right)} compute(s) as the reference does: "
+                f"code ported from {', '.join(right)} stops with an error there.")
+    return f"{who} behave(s) differently from the others at `{pivot}`."

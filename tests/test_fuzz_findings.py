@@ -1,0 +1,203 @@
+"""What the fuzzer reports as a finding: one copy policy, minimal programs, causes, reference suspicion, modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.adapters.paddle import PaddleAdapter
+from conformance.adapter import Copying
+from conformance.case.load import load_cases
+from conformance.fuzz.cause import COMPILED, Families
+from conformance.fuzz.command import fuzz
+from conformance.fuzz.generate import Program
+from conformance.fuzz.observe import observe_what_matters
+from conformance.fuzz.run import Runner
+from conformance.fuzz.shrink import delete_steps
+from conformance.fuzz.verdict import FINDING, NOTHING, REFERENCE, Cell, Verdict, judge
+from conformance.records.results import read_records
+
+from .conftest import INSTALLED
+from .runs import run_cli
+
+needs_paddle = pytest.mark.skipif("paddle" not in INSTALLED, reason="paddle is not installed")
+needs_both = pytest.mark.skipif(set(INSTALLED) < {"torch", "paddle"}, reason="needs torch and paddle installed")
+
+
+# -- one copy policy --------------------------------------------------------------------------------------
+
+#: Programs whose observed values depend on whether split, expand and numpy() share memory: paddle copies
+#: where torch documents a view, and paddle documents no view.
+COPYING_PROGRAMS = {
+    "split": [{"op": "tensor", "out": "w", "value": [[0.5, 1.5]], "dtype": "float32", "requires_grad": True},
+              {"op": "mul", "args": ["w", 2.0], "out": "x"},
+              {"op": "split", "args": ["x"], "out": ["a"], "sections": [1], "dim": 0},
+              {"op": "sigmoid_", "args": ["a"]},
+              {"observe": "value", "of": "x"}],
+    "expand": [{"op": "tensor", "out": "x", "value": [0.5, 1.5], "dtype": "float32"},
+               {"op": "expand", "args": ["x"], "out": "e", "shape": [2, 2]},
+               {"op": "sin_", "args": ["e"]},
+               {"observe": "value", "of": "x"}],
+    "numpy": [{"op": "tensor", "out": "x", "value": [0.5, 1.5], "dtype": "float32"},
+              {"op": "numpy", "args": ["x"], "out": "n"},
+              {"op": "sin_", "args": ["x"]},
+              {"observe": "value", "of": "n"}],
+}
+
+
+def _yaml(case_id: str, steps: list[dict]) -> str:
+    import yaml
+
+    return yaml.safe_dump({"id": case_id, "title": f"{case_id}: a write through a result paddle copies",
+                           "source": "written by hand for the copy policy", "steps": steps}, sort_keys=False)
+
+
+@needs_both
+def test_a_copy_the_framework_documents_is_copies_in_a_hand_written_case_and_a_fuzzed_program(tmp_path: Path) -> None:
+    """The same rule wherever a program comes from: paddle's copying split, expand and numpy() make the
+    cell ``copies`` (its values follow the copy, as the reference says when judged with those copies), in a
+    case file run by ``conformance run`` and in the same program run by the fuzzer; torch, which shares
+    memory as its documentation says, is judged by the storage model with views."""
+    folder = tmp_path / "views"
+    folder.mkdir()
+    for op, steps in COPYING_PROGRAMS.items():
+        (folder / f"copy_{op}.yaml").write_text(_yaml(f"copy_{op}", steps))
+    results = tmp_path / "results.jsonl"
+    run = run_cli(Path.cwd(), "run", str(folder), "--device", "cpu", "--no-baselines", "--results", str(results),
+                  "--summary", str(tmp_path / "summary.md"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    hand_written = {(r["case"], r["framework"]): r for r in read_records([results])}
+    with Runner(["paddle", "torch"], timeout=60) as runner:
+        fuzzed = runner.run([Program(tuple(steps)).case(f"fuzzed_{op}") for op, steps in COPYING_PROGRAMS.items()])
+    for (op, _), verdict in zip(COPYING_PROGRAMS.items(), fuzzed):
+        record = hand_written[(f"copy_{op}", "paddle")]
+        assert record["outcome"] == verdict.cells["paddle"].outcome == "copies", (op, record["details"])
+        assert op in record["details"]["documented_copies"]
+        assert "paddlepaddle.org.cn" in record["details"]["documented_copies"][op]
+        assert all(o["ok"] for o in record["details"]["observations"])  # judged with the copy, and right
+        assert hand_written[(f"copy_{op}", "torch")]["outcome"] == verdict.cells["torch"].outcome
+        assert verdict.kind == NOTHING  # a documented copy is not a finding
+
+
+@needs_paddle
+def test_a_copy_where_the_documentation_promises_a_view_stays_wrong_and_says_so(monkeypatch) -> None:
+    promised = {**PaddleAdapter.copies, "split": Copying(False, "a page that promises a view")}
+    monkeypatch.setattr(PaddleAdapter, "copies", promised)
+    with Runner(["paddle"], timeout=60) as runner:
+        verdict = runner.run([Program(tuple(COPYING_PROGRAMS["split"])).case("promised_view")])[0]
+    cell = verdict.cells["paddle"]
+    assert cell.outcome == "silent-wrong" and verdict.kind == FINDING
+    assert cell.details["copies_where_documented_as_view"] == {"split": "a page that promises a view"}
+
+
+# -- minimal programs ---------------------------------------------------------------------------------------
+
+DEAD_AND_UNSUPPORTED = Program((
+    {"op": "tensor", "out": "t1", "value": [0.5, 1.5], "dtype": "float32", "requires_grad": True},
+    {"op": "tensor", "out": "t2", "value": [2.0, 3.0], "dtype": "float32"},  # dead: nothing needs it
+    {"op": "sin_", "args": ["t1"]},
+    {"op": "set_value", "args": ["t2", "t2"]},  # only keeps "torch" from running the program
+    {"observe": "value", "of": "t1"},
+))
+
+
+def _stand_in(program: Program) -> Verdict:
+    """A stand-in judge: torch cannot run set_value (unsupported) and refuses sin_ on a leaf; paddle is
+    wrong on it."""
+    ops = program.ops()
+    leaf_write = "sin_" in ops
+    torch = Cell("unsupported", {}) if "set_value" in ops else (
+        Cell("raises", {"exception": {"kind": "autograd", "op": "sin_"}}) if leaf_write else Cell("silent-correct", {}))
+    paddle = Cell("silent-wrong", {"observations": [{"name": "value(t1)", "kind": "value", "ok": False}]}) \
+        if leaf_write else Cell("silent-correct", {})
+    return judge(program.case("stand_in"), {"torch": torch, "paddle": paddle})
+
+
+def test_the_shrinker_deletes_a_dead_step_and_a_step_kept_only_to_leave_a_framework_unsupported() -> None:
+    target = _stand_in(DEAD_AND_UNSUPPORTED)
+    assert target.kind == FINDING and target.cells["torch"].outcome == "unsupported"
+    program, verdict = delete_steps(DEAD_AND_UNSUPPORTED, target, target, _stand_in)
+    assert program.ops() == ["tensor", "sin_"] and program.steps[-1] == {"observe": "value", "of": "t1"}
+    assert verdict.cells["torch"].outcome == "raises"  # what torch does once it can run the program
+    assert verdict.keeps(target) and not target.keeps(verdict)
+
+
+def test_a_finding_observes_what_its_writes_touched_and_the_gradients_of_its_leaves() -> None:
+    program = Program((
+        {"op": "tensor", "out": "w", "value": [0.5, 1.5], "dtype": "float32", "requires_grad": True},
+        {"op": "mul", "args": ["w", 2.0], "out": "x"},
+        {"op": "transpose", "args": ["x"], "out": "v", "dims": [0, 0]},
+        {"op": "tensor", "out": "untouched", "value": [1.0, 2.0], "dtype": "float32"},
+        {"op": "sin_", "args": ["v"]},
+        {"op": "sum", "args": ["x"], "out": "loss"},
+        {"op": "backward", "args": ["loss"]},
+        {"observe": "value", "of": "loss"},
+    ))
+    observed = observe_what_matters(program)
+    added = observed.steps[len(program.steps):]
+    assert {"observe": "value", "of": "x"} in added and {"observe": "value", "of": "v"} in added
+    assert {"observe": "grad", "of": "w"} in added
+    assert not any(step.get("of") == "untouched" for step in added)
+
+
+# -- suspected reference bugs -----------------------------------------------------------------------------
+
+NO_GRADIENT = {"observations": [{"name": "grad(t1)", "kind": "grad", "value": None, "reference": [1.0],
+                                 "ok": False}]}
+
+
+def test_no_gradient_where_the_reference_has_one_is_a_suspected_reference_bug_even_with_a_framework_unsupported() -> None:
+    case = Program(({"op": "tensor", "out": "t1", "value": [0.5], "dtype": "float32"},
+                    {"observe": "value", "of": "t1"})).case("suspect")
+    unsupported = judge(case, {"paddle": Cell("silent-wrong", NO_GRADIENT), "torch": Cell("unsupported", {})})
+    assert unsupported.kind == REFERENCE
+    raised_in_backward = {"exception": {"kind": "other", "phase": "backward", "op": "backward"}}
+    assert judge(case, {"paddle": Cell("silent-wrong", NO_GRADIENT),
+                        "torch": Cell("raises", raised_in_backward)}).kind == REFERENCE
+    refused = {"exception": {"kind": "autograd", "phase": "op", "op": "sin_"}}  # a safety check: the hazard
+    assert judge(case, {"paddle": Cell("silent-wrong", NO_GRADIENT), "torch": Cell("raises", refused)}).kind == FINDING
+    assert judge(case, {"paddle": Cell("silent-wrong", NO_GRADIENT), "torch": Cell("silent-correct", {})}).kind == FINDING
+
+
+# -- causes -----------------------------------------------------------------------------------------------
+
+
+def _catalogue() -> Families:
+    cases, _ = load_cases(["cases"])
+    return Families(case for case in cases if not case.source.startswith("found by fuzzing"))
+
+
+def test_variants_of_one_hazard_have_one_cause_and_the_family_comes_from_the_catalogue() -> None:
+    families = _catalogue()
+    wrong = Cell("silent-wrong", {"observations": [{"name": "value(h)", "kind": "value", "ok": False}]})
+    right = Cell("silent-correct", {})
+    verdict = Verdict({"paddle": wrong, "torch": right}, FINDING)
+    first = families.cause(["tensor", "relu", "iadd"], verdict)
+    second = families.cause(["tensor", "sigmoid", "isub", "sum"], verdict)
+    assert first.family == second.family == "augmented"
+    assert first.key == second.key  # iadd and isub have one interface; the other ops are not the hazard
+    assert "paddle" in first.sentence and "torch" in first.sentence
+    eager_right = Verdict({"paddle": right, "paddle:to_static_full_graph": wrong}, FINDING)
+    assert families.cause(["tensor", "sin_"], eager_right).family == COMPILED
+
+
+# -- compiled modes ---------------------------------------------------------------------------------------
+
+
+@needs_paddle
+def test_a_compiled_fuzz_run_finds_the_write_full_graph_drops() -> None:
+    """Seed 1 draws, as its 30th program, an in-place write on a function's input that paddle's
+    ``to_static(full_graph=True)`` does not write back; a run of 30 programs finds it and shrinks it to the
+    write alone."""
+    report = fuzz(seed=1, budget=30, frameworks=["paddle"], modes=["to_static_full_graph"], out=None,
+                  shrink_budget=60, timeout=60)
+    assert report.cells == ["paddle", "paddle:to_static_full_graph"]
+    dropped = [r for r in report.of(FINDING) if r.cause.family == COMPILED
+               and r.verdict.cells["paddle:to_static_full_graph"].wrong
+               and r.verdict.cells["paddle"].outcome == "silent-correct"]
+    assert dropped, [(r.signature, r.program.steps) for r in report.results]
+    smallest = min(dropped, key=lambda r: r.program.size())
+    assert smallest.program.size() <= 4, smallest.program.steps
+    assert any(op.endswith("_") or op in ("iadd", "isub", "imul", "idiv", "setitem") for op in smallest.program.ops())
+    assert report.busy["paddle:to_static_full_graph"] > 0
