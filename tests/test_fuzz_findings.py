@@ -120,7 +120,12 @@ def test_the_shrinker_deletes_a_dead_step_and_a_step_kept_only_to_leave_a_framew
     program, verdict = delete_steps(DEAD_AND_UNSUPPORTED, target, target, _stand_in)
     assert program.ops() == ["tensor", "sin_"] and program.steps[-1] == {"observe": "value", "of": "t1"}
     assert verdict.cells["torch"].outcome == "raises"  # what torch does once it can run the program
-    assert verdict.keeps(target) and not target.keeps(verdict)
+    assert verdict.keeps(target)
+    # a finding about frameworks disagreeing is about every framework that ran: none of them may change
+    disagree = Verdict({"torch": Cell("raises", {"exception": {"kind": "autograd", "op": "sin_"}}),
+                        "paddle": Cell("silent-correct", {})}, FINDING)
+    unable = Verdict({"torch": Cell("unsupported", {}), "paddle": Cell("silent-correct", {})}, FINDING)
+    assert not unable.keeps(disagree) and disagree.keeps(disagree)
 
 
 def test_a_finding_observes_what_its_writes_touched_and_the_gradients_of_its_leaves() -> None:

@@ -415,3 +415,43 @@ def test_version_ranges_tell_a_warning_beside_a_wrong_result_from_a_harmless_one
                record("w", "paddle", "3.2.0", "warns", correct=False, warnings=[{"message": "m"}])]
     report = render_report(*load_sources([write(tmp_path / "r.jsonl", records)]))
     assert "- **`w`**: warns (right result) in 3.0.0, warns (wrong result) since 3.1.0" in report
+
+
+def test_the_mode_changes_page_is_built_from_the_results_and_reads_the_confirmations(tmp_path: Path) -> None:
+    """``conformance mode-changes``: every case a compiled mode changes, a warning beside a wrong result told
+    from a harmless one, and a confirmation shown only for the cell as it is now."""
+    from conformance.records.record import Record
+    from conformance.report.modes import confirmation_line, load_confirmations
+
+    def cell(case: str, mode: str, outcome: str, **details: Any) -> dict[str, Any]:
+        return {**record(case, "paddle", "3.3.1", outcome, **details), "mode": mode, "case_digest": "sha256:1"}
+
+    eager = write(tmp_path / "paddle-3.3.1-cpu.jsonl", [
+        cell("dropped", "eager", "silent-correct"), cell("same", "eager", "raises"),
+        cell("harmless", "eager", "silent-correct")])
+    compiled = write(tmp_path / "paddle-3.3.1-cpu-compiled.jsonl", [
+        cell("dropped", "to_static_full_graph", "warns", correct=False),
+        cell("same", "to_static_full_graph", "raises"),
+        cell("harmless", "to_static_full_graph", "warns", correct=True)])
+    confirmed = Record.from_dict(cell("dropped", "to_static_full_graph", "warns", correct=False))
+    stale = Record.from_dict({**cell("harmless", "to_static_full_graph", "warns", correct=True),
+                              "case_digest": "sha256:old"})
+    confirmations = tmp_path / "confirmations.jsonl"
+    confirmations.write_text(confirmation_line(confirmed, True, "ran to the end; 1 of 1 values as recorded") + "\n"
+                             + confirmation_line(stale, True, "an older case") + "\n")
+    output = tmp_path / "MODE-CHANGES.md"
+    assert main(["mode-changes", str(eager), str(compiled), "--confirmations", str(confirmations),
+                 "--output", str(output)]) == 0
+    page = output.read_text()
+    rows = [cells_of(line) for line in page.splitlines() if line.startswith("| `")]
+    assert [(r[0], r[2], r[3], r[5]) for r in rows] == [
+        ("`dropped`", "eager", "silent-correct", "not confirmed"),
+        ("`dropped`", "to_static_full_graph", "warns (wrong result)", "yes"),
+        ("`harmless`", "eager", "silent-correct", "not confirmed"),
+        ("`harmless`", "to_static_full_graph", "warns (right result)", "not confirmed")]  # confirmed when older
+    assert "silent-correct → warns (wrong result): 1" in page and "`same`" not in page
+    assert "1 of 4 cells confirmed" in page
+    confirmations.write_text("not json\n")
+    with pytest.raises(ValueError, match="confirmations.jsonl:1"):
+        load_confirmations(confirmations)
+    assert main(["mode-changes", str(eager), "--confirmations", str(confirmations), "--output", str(output)]) == 2

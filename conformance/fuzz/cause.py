@@ -31,6 +31,9 @@ __all__ = ["Cause", "Families", "behaviour_class", "interface", "COMPILED"]
 
 #: Ops that only make operands, read results or run backward: they say nothing of the hazard.
 NEUTRAL = frozenset({"tensor", "array", "full", "observe", "sum", "mean", "backward"})
+#: Topics of the catalogue that are not hazard families: the seed articles' own examples (a topic by where
+#: its cases come from; each of their hazards also has a topic of its own).
+NOT_FAMILIES = frozenset({"seed"})
 #: The family of findings only a compiled mode gets wrong (modes are an axis of the matrix, not a topic).
 COMPILED = "compiled"
 #: Cases added to every topic's count when weighing an op (:meth:`Families.weight`).
@@ -41,7 +44,8 @@ MODE_SEPARATOR = ":"
 
 @dataclass(frozen=True)
 class Cause:
-    """A finding's hazard family, the op it hinges on, and per framework how it behaves."""
+    """A finding's hazard family, the op it hinges on, and how the cells it is about behave
+    (:meth:`Verdict.about`: those wrong or broken; else every cell that ran)."""
 
     family: str
     pivot: str
@@ -72,8 +76,8 @@ def behaviour_class(cell: Cell) -> tuple:
     return (cell.outcome,)
 
 
-def _about(verdict: Verdict) -> list[str]:
-    """The cells a finding is about: those wrong, broken, or raising where another computes."""
+def _culprits(verdict: Verdict) -> list[str]:
+    """The cells a finding blames: those wrong or broken; else those raising where another computes."""
     wrong = [name for name, cell in verdict.cells.items() if cell.wrong or cell.outcome in ("crash", "timeout")]
     if wrong:
         return sorted(wrong)
@@ -86,7 +90,8 @@ class Families:
     def __init__(self, cases: Iterable[Case]) -> None:
         self.cases: dict[str, list[Case]] = {}
         for case in cases:
-            self.cases.setdefault(case.topic or "", []).append(case)
+            if case.topic not in NOT_FAMILIES:
+                self.cases.setdefault(case.topic or "", []).append(case)
         self.uses: dict[str, Counter[str]] = {topic: Counter(op for case in cases for op in case.ops)
                                               for topic, cases in self.cases.items()}
         topics_using = Counter(op for counter in self.uses.values() for op in counter)
@@ -101,9 +106,8 @@ class Families:
     def cause(self, ops: Sequence[str], verdict: Verdict) -> Cause:
         """The cause of a finding whose program uses *ops* (in order)."""
         distinctive = [op for op in dict.fromkeys(ops) if op not in NEUTRAL] or list(dict.fromkeys(ops))
-        about = _about(verdict)
-        behaviour = tuple((name, behaviour_class(verdict.cells[name])) for name in sorted(verdict.cells)
-                          if verdict.cells[name].outcome != "unsupported")
+        about = _culprits(verdict)
+        behaviour = tuple((name, behaviour_class(verdict.cells[name])) for name in verdict.about())
         raised_at = [verdict.cells[name].details.get("exception", {}).get("op") for name in about
                      if verdict.cells[name].outcome == "raises"]
         # A raise is about the op that raised: its topics decide, the other ops only break ties.

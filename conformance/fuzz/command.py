@@ -26,6 +26,10 @@ __all__ = ["add_command", "cmd_fuzz", "Report", "fuzz"]
 
 #: Findings of one signature that are shrunk (the smallest programs first): more finds the same bug again.
 SHRINK_PER_SIGNATURE = 1
+#: Signatures shrunk per behaviour (each cell wrong, raising with a kind, or its outcome: a signature without
+#: the op that raised or the kinds of what is wrong), the most frequent first; the others are counted.  One
+#: cause shows as many signatures (a dropped write after sin_, cos_, mul_ ...), each costing a shrink.
+SHRINK_PER_BEHAVIOUR = 8
 PROGRESS_SECONDS = 2.0
 #: Candidate programs hypothesis may run while shrinking one finding (then its smallest so far is kept).
 SHRINK_BUDGET = 500
@@ -52,6 +56,8 @@ def add_command(sub: Any) -> None:
                         help="seconds a program may run before its worker is killed [%(default)s]")
     parser.add_argument("--shrink-budget", type=_positive, default=SHRINK_BUDGET,
                         help="candidate programs run while shrinking one finding [%(default)s]")
+    parser.add_argument("--shrink-per-behaviour", type=_positive, default=SHRINK_PER_BEHAVIOUR,
+                        help="signatures shrunk per behaviour, the most frequent first [%(default)s]")
     parser.add_argument("--out", default=str(FOUND_FOLDER), help="where new findings are written [%(default)s]")
     parser.add_argument("--cases", action="append",
                         help="case folders whose programs count as known (repeatable) [default: cases]")
@@ -128,6 +134,9 @@ class Report:
     excluded: dict[str, str] = field(default_factory=dict)
     rejected: int = 0
     interrupted: bool = False
+    #: findings not shrunk: their behaviour had per_behaviour signatures shrunk already
+    unshrunk: int = 0
+    per_behaviour: int = SHRINK_PER_BEHAVIOUR
 
     @property
     def per_second(self) -> float:
@@ -140,10 +149,11 @@ class Report:
 def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", batch: int = BATCH,
          timeout: float = DEFAULT_TIMEOUT, out: Path | None = FOUND_FOLDER, known_paths: list[str] | None = None,
          progress: Callable[[str], None] | None = None, modes: Sequence[str] = (),
-         shrink_budget: int = SHRINK_BUDGET) -> Report:
+         shrink_budget: int = SHRINK_BUDGET, per_behaviour: int = SHRINK_PER_BEHAVIOUR) -> Report:
     """Run the fuzzer; write new findings under *out* (None: write nothing); return the report.  *modes*:
     compiled modes each framework also runs every program in (``compiled``: all of its own).  *shrink_budget*:
-    candidate programs hypothesis may run while shrinking one finding."""
+    candidate programs hypothesis may run while shrinking one finding; *per_behaviour*: signatures shrunk per
+    behaviour (:data:`SHRINK_PER_BEHAVIOUR`)."""
     from conformance.fuzz.generate import Source
     from conformance.fuzz.run import Runner, campaign
     from conformance.fuzz.shrink import shrink
@@ -153,7 +163,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     from conformance.fuzz.write import PROVENANCE, KnownCases, canonical, write_case
 
     say = progress or (lambda line: None)
-    report = Report(seed, budget, list(frameworks))
+    report = Report(seed, budget, list(frameworks), per_behaviour=per_behaviour)
     groups: dict[tuple, Group] = {}
     started = time.perf_counter()
     source = Source(seed)
@@ -206,7 +216,13 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
         new_causes: dict[tuple, Result] = {}  # this run's new causes, with the finding that showed each first
         seen: dict[str, Result] = {}
         order = {FINDING: 0, REFERENCE: 1, ERROR: 2}
+        shrunk_per_behaviour: dict[tuple, int] = {}
         for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
+            behaviour = (group.kind, _behaviour(group.smallest[0].verdict))
+            shrunk_per_behaviour[behaviour] = shrunk_per_behaviour.get(behaviour, 0) + 1
+            if group.kind == FINDING and shrunk_per_behaviour[behaviour] > per_behaviour:
+                report.unshrunk += group.count
+                continue
             for tried in group.smallest:
                 say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
                     f"{tried.drawn.program.size()} steps)")
@@ -275,6 +291,12 @@ def _known_hazard(families: Any, known: Any, cause: Cause, verdict_of: Callable[
     return None
 
 
+def _behaviour(verdict: Verdict) -> tuple:
+    from conformance.fuzz.cause import behaviour_class
+
+    return tuple((name, behaviour_class(cell)) for name, cell in sorted(verdict.cells.items()))
+
+
 def _signature_text(signature: tuple) -> str:
     kind, *cells = signature
     return f"{kind or 'nothing'}: " + ", ".join(" ".join(str(part) for part in cell if part) for cell in cells)
@@ -321,7 +343,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return 2
     report = fuzz(seed=args.seed, budget=args.budget, frameworks=sorted(frameworks), device=args.device,
                   batch=args.batch, timeout=args.timeout, out=out, known_paths=args.cases, progress=say, modes=modes,
-                  shrink_budget=args.shrink_budget)
+                  shrink_budget=args.shrink_budget, per_behaviour=args.shrink_per_behaviour)
     print(render(report), end="", flush=True)
     if args.report:
         Path(args.report).write_text(json.dumps(report_json(report), indent=1, default=str), encoding="utf-8")
@@ -348,7 +370,8 @@ def render(report: Report) -> str:
     new = [key for key, results in causes.items() if not results[0].known]
     lines.append(f"found: {len(causes)} distinct cause(s) in {len(findings)} shrunk finding(s): {len(new)} new, "
                  f"{len(causes) - len(new)} of a known hazard; {len(suspects)} suspected reference bug(s), "
-                 f"{len(errors)} harness error(s)")
+                 f"{len(errors)} harness error(s); {report.unshrunk} more finding(s) not shrunk (their behaviour "
+                 f"had {report.per_behaviour} signatures shrunk)")
     for title, keys in (("new causes", new), ("known hazards, with new evidence",
                                               [key for key in causes if key not in new])):
         if not keys:
@@ -414,7 +437,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "programs_per_second": report.per_second, "draw_seconds": report.draw_seconds, "cells": report.cells,
         "busy_seconds": report.busy, "outcomes": report.outcomes,
         "excluded_ops": report.excluded, "generator_bugs": report.generator_bugs, "rejected_inputs": report.rejected,
-        "interrupted": report.interrupted,
+        "interrupted": report.interrupted, "unshrunk": report.unshrunk,
         "results": [{"kind": r.kind, "signature": r.signature, "programs": r.count, "program_number": r.number,
                      "status": r.status, "path": r.path, "reproduces": r.reproduces, "reason": r.verdict.reason,
                      "evaluations": r.evaluations, "outcomes": r.verdict.outcomes(), "dtype": r.program.dtype,

@@ -73,13 +73,19 @@ class Verdict:
         return (self.kind,) + tuple((name, *self.cells[name].signature()) for name in sorted(self.cells))
 
     def keeps(self, target: "Verdict") -> bool:
-        """Whether this verdict is the same finding as *target*: the same kind and, per framework that
-        ran in *target*, the same signature.  A framework *target* could not run (``unsupported``) may do
-        anything here: shrinking never keeps a step only so that a framework stays unable to run it."""
+        """Whether this verdict is the same finding as *target*: the same kind and the same signature on
+        the cells the finding is about (:meth:`about`).  The other cells may do anything: a framework that
+        could not run *target* (``unsupported``), or one whose raise is beside the point of another's wrong
+        result, never keeps a step in a shrunk program only to keep doing so."""
         if self.kind != target.kind or set(self.cells) != set(target.cells):
             return False
-        return all(cell.outcome == "unsupported" or self.cells[name].signature() == cell.signature()
-                   for name, cell in target.cells.items())
+        return all(self.cells[name].signature() == target.cells[name].signature() for name in target.about())
+
+    def about(self) -> list[str]:
+        """The cells a finding is about: those wrong, crashed or hung; else (frameworks that disagree on
+        raising) every cell that ran."""
+        broken = [name for name, cell in self.cells.items() if cell.wrong or cell.outcome in ("crash", "timeout")]
+        return sorted(broken or [name for name, cell in self.cells.items() if cell.outcome != "unsupported"])
 
     def outcomes(self) -> dict[str, str]:
         return {name: cell.outcome for name, cell in sorted(self.cells.items())}
