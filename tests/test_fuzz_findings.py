@@ -206,3 +206,43 @@ def test_a_compiled_fuzz_run_finds_the_write_full_graph_drops() -> None:
     assert smallest.program.size() <= 4, smallest.program.steps
     assert any(op.endswith("_") or op in ("iadd", "isub", "imul", "idiv", "setitem") for op in smallest.program.ops())
     assert report.busy["paddle:to_static_full_graph"] > 0
+
+
+@needs_paddle
+def test_an_interrupt_while_shrinking_writes_no_program_as_drawn(tmp_path: Path) -> None:
+    """Ctrl-C while shrinking: exit 130, what was shrunk before is written, nothing unshrunk is."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "found"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "conformance.cli", "fuzz", "--framework", "paddle", "--mode", "to_static_full_graph",
+         "--budget", "60", "--seed", "1", "--out", str(out), "--cases", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("shrinking") and sum(1 for seen in lines if seen.startswith("shrinking")) == 2:
+            process.send_signal(signal.SIGINT)
+            break
+    rest, _ = process.communicate(timeout=300)
+    text = "".join(lines) + rest
+    assert process.returncode == 130, text[-3000:]
+    assert "not shrunk (interrupted)" in text
+    written = sorted(out.glob("*.yaml")) if out.exists() else []
+    assert len(written) <= 1, written  # at most the finding shrunk before the interrupt
+
+
+def test_the_modes_of_one_framework_agreeing_are_no_evidence_against_the_reference() -> None:
+    """paddle eager, to_static and full_graph all read 0.5 from an array whose paddle.from_numpy tensor was
+    written in place (the reference: sin(0.5)): one framework, one finding, not a reference bug."""
+    case = Program(({"op": "tensor", "out": "t1", "value": [0.5], "dtype": "float32"},
+                    {"observe": "value", "of": "t1"})).case("one_framework")
+    wrong = {"observations": [{"name": "value(t1)", "kind": "value", "value": 0.5, "reference": 0.479, "ok": False}]}
+    modes = {"paddle": Cell("silent-wrong", wrong), "paddle:to_static": Cell("silent-wrong", wrong),
+             "paddle:to_static_full_graph": Cell("silent-wrong", wrong)}
+    assert judge(case, modes).kind == FINDING
+    assert judge(case, {**modes, "torch": Cell("silent-wrong", wrong)}).kind == REFERENCE

@@ -253,6 +253,9 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                 if group.kind != FINDING:
                     result.status = "reported"
                     continue
+                if shrunk is None and report.interrupted:  # never written as drawn: a case is minimal
+                    result.status = "not shrunk (interrupted)"
+                    continue
                 known_id = known.has(program.steps) or _known_hazard(families, known, cause, verdict_of)
                 first = new_causes.get(cause.key)
                 if known_id:

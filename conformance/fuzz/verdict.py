@@ -5,7 +5,7 @@
   frameworks disagree on raising against computing silently.
 * A **suspected reference bug**: every framework is wrong, and they agree with
   each other (within the observation's tolerance) on every observation the
-  reference disagrees with; or the frameworks that ran agree there is no
+  reference disagrees with (the modes of one framework count as one); or the frameworks that ran agree there is no
   gradient where the reference has one: those that computed give none, and
   those that raised did so in backward, not by an autograd safety check (a
   framework without an op of the program, ``unsupported``, says nothing
@@ -98,7 +98,7 @@ def judge(case: Case, cells: Mapping[str, Cell]) -> Verdict:
         message = cells[errors[0]].details.get("message", "")
         return Verdict(cells, ERROR, f"{errors[0]}: {message}")
     wrong = sorted(name for name, cell in cells.items() if cell.wrong)
-    if len(cells) > 1 and len(wrong) == len(cells):
+    if len(frameworks(cells)) > 1 and len(wrong) == len(cells):
         disagreement = _disagreement(case, [cells[name] for name in wrong])
         if disagreement is None:
             return Verdict(cells, REFERENCE, "every framework gives the same result, which the reference does not")
@@ -116,6 +116,12 @@ def judge(case: Case, cells: Mapping[str, Cell]) -> Verdict:
     if raising and silent:
         return Verdict(cells, FINDING, f"{', '.join(raising)} raise(s), {', '.join(silent)} compute(s) silently")
     return Verdict(cells, NOTHING)
+
+
+def frameworks(cells: Mapping[str, Cell]) -> set[str]:
+    """The frameworks of the cells (a compiled cell ``torch:compile`` is torch's): one framework's modes agreeing
+    with each other corroborate nothing against the reference."""
+    return {name.split(":")[0] for name in cells}
 
 
 def _no_gradient_where_the_reference_has_one(cells: Mapping[str, Cell], wrong: list[str]) -> bool:
