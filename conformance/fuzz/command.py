@@ -1,13 +1,15 @@
 """``conformance fuzz``: draw programs, run them on every framework and the reference, shrink and write findings.
 
 Exit statuses: 0 the run finished (findings are not failures); 1 a harness error or a generator bug
-was met (each is listed); 2 a usage error; 130 interrupted (what was found so far is still reported).
+was met (each is listed); 2 a usage error; 130 interrupted by SIGINT or SIGTERM (what was found so far
+is still reported; nothing is written unshrunk).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -217,61 +219,65 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
         seen: dict[str, Result] = {}
         order = {FINDING: 0, REFERENCE: 1, ERROR: 2}
         shrunk_per_behaviour: dict[tuple, int] = {}
-        for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
-            behaviour = (group.kind, _behaviour(group.smallest[0].verdict))
-            shrunk_per_behaviour[behaviour] = shrunk_per_behaviour.get(behaviour, 0) + 1
-            if group.kind == FINDING and shrunk_per_behaviour[behaviour] > per_behaviour:
-                report.unshrunk += group.count
-                continue
-            for tried in group.smallest:
-                say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
-                    f"{tried.drawn.program.size()} steps)")
-                try:
-                    shrunk = None if report.interrupted else shrink(tried.drawn.buffer, tried.drawn.ops,
-                                                                    tried.verdict, evaluate, random_seed=seed,
-                                                                    max_evaluations=shrink_budget)
-                except KeyboardInterrupt:  # the rest is reported as drawn
-                    report.interrupted, shrunk = True, None
-                    say("interrupted: the remaining findings are reported unshrunk")
-                program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
-                                                                                    tried.verdict)
-                if group.kind == FINDING and not report.interrupted:
-                    observed = observe_what_matters(program)
-                    if observed != program:
-                        again = evaluate(observed)
-                        if again.kind == FINDING:
-                            program, verdict = observed, again
-                cause = families.cause(program.ops(), verdict)
-                result = Result(group.kind, verdict.signature, group.count, tried.drawn.number, program, verdict,
-                                evaluations=shrunk.evaluations if shrunk else 0, cause=cause)
-                report.results.append(result)
-                text = json.dumps([program.dtype, canonical(program.steps)[0]])
-                if text in seen:
-                    result.status = f"duplicate of program {seen[text].number}"
+        try:  # an interrupt after shrinking (observing, checking, writing) ends the run there too
+            for group in sorted(groups.values(), key=lambda g: (order.get(g.kind, 3), -g.count, repr(g.signature))):
+                behaviour = (group.kind, _behaviour(group.smallest[0].verdict))
+                shrunk_per_behaviour[behaviour] = shrunk_per_behaviour.get(behaviour, 0) + 1
+                if group.kind == FINDING and shrunk_per_behaviour[behaviour] > per_behaviour:
+                    report.unshrunk += group.count
                     continue
-                seen[text] = result
-                if group.kind != FINDING:
-                    result.status = "reported"
-                    continue
-                if shrunk is None and report.interrupted:  # never written as drawn: a case is minimal
-                    result.status = "not shrunk (interrupted)"
-                    continue
-                known_id = known.has(program.steps) or _known_hazard(families, known, cause, verdict_of)
-                first = new_causes.get(cause.key)
-                if known_id:
-                    result.status, result.known = f"known: {known_id}", known_id
-                elif first is not None:
-                    result.status = f"another reproducer of {first.path or f'program {first.number}'}"
-                elif out is None:
-                    result.status = "new (not written)"
-                    new_causes[cause.key] = result
-                else:
-                    case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
-                                      versions=runner.versions, cause=cause, modes=modes)
-                    new_causes[cause.key] = result
-                    result.status, result.path = "new", case.path
-                    again = runner.run([case])[0]  # the written file, through the same path as the suite
-                    result.reproduces = again.signature == verdict.signature
+                for tried in group.smallest:
+                    say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
+                        f"{tried.drawn.program.size()} steps)")
+                    try:
+                        shrunk = None if report.interrupted else shrink(tried.drawn.buffer, tried.drawn.ops,
+                                                                        tried.verdict, evaluate, random_seed=seed,
+                                                                        max_evaluations=shrink_budget)
+                    except KeyboardInterrupt:  # the rest is reported as drawn
+                        report.interrupted, shrunk = True, None
+                        say("interrupted: the remaining findings are reported unshrunk")
+                    program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
+                                                                                        tried.verdict)
+                    if group.kind == FINDING and not report.interrupted:
+                        observed = observe_what_matters(program)
+                        if observed != program:
+                            again = evaluate(observed)
+                            if again.kind == FINDING:
+                                program, verdict = observed, again
+                    cause = families.cause(program.ops(), verdict)
+                    result = Result(group.kind, verdict.signature, group.count, tried.drawn.number, program, verdict,
+                                    evaluations=shrunk.evaluations if shrunk else 0, cause=cause)
+                    report.results.append(result)
+                    text = json.dumps([program.dtype, canonical(program.steps)[0]])
+                    if text in seen:
+                        result.status = f"duplicate of program {seen[text].number}"
+                        continue
+                    seen[text] = result
+                    if group.kind != FINDING:
+                        result.status = "reported"
+                        continue
+                    if shrunk is None and report.interrupted:  # never written as drawn: a case is minimal
+                        result.status = "not shrunk (interrupted)"
+                        continue
+                    known_id = known.has(program.steps) or _known_hazard(families, known, cause, verdict_of)
+                    first = new_causes.get(cause.key)
+                    if known_id:
+                        result.status, result.known = f"known: {known_id}", known_id
+                    elif first is not None:
+                        result.status = f"another reproducer of {first.path or f'program {first.number}'}"
+                    elif out is None:
+                        result.status = "new (not written)"
+                        new_causes[cause.key] = result
+                    else:
+                        case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
+                                          versions=runner.versions, cause=cause, modes=modes)
+                        new_causes[cause.key] = result
+                        result.status, result.path = "new", case.path
+                        again = runner.run([case])[0]  # the written file, through the same path as the suite
+                        result.reproduces = again.signature == verdict.signature
+        except KeyboardInterrupt:
+            report.interrupted = True
+            say("interrupted: the findings not yet handled are left out")
         report.shrink_seconds = time.perf_counter() - shrink_started
     report.seconds = time.perf_counter() - started
     return report
@@ -339,6 +345,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
+    # SIGINT and SIGTERM end the run as Ctrl-C does (what was found so far is reported, exit 130), as for
+    # ``conformance run``, also where the process was started with SIGINT ignored (a job, a test runner).
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+
     try:
         modes = check_modes(args.mode, classes)
     except OptionError as exc:
@@ -353,6 +364,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if report.interrupted:
         return 130
     return 1 if report.of(ERROR) or report.generator_bugs else 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def render(report: Report) -> str:
