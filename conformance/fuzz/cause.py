@@ -129,7 +129,7 @@ class Families:
 
     def known(self, cause: Cause, behaviours: Mapping[str, Verdict]) -> str | None:
         """The id of a case among *behaviours* (hand-written cases' verdicts by id, see :meth:`candidates`)
-        that behaves as the finding does on every framework that ran it."""
+        that behaves as the finding does on the cells it is about (``Cause.behaviour``)."""
         for case_id, verdict in behaviours.items():
             theirs = {name: behaviour_class(cell) for name, cell in verdict.cells.items()}
             if cause.behaviour and all(theirs.get(name) == behaviour for name, behaviour in cause.behaviour):
