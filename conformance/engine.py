@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed
 from conformance.case.load import Case
-from conformance.judge.classify import Unjudged, classify, misses_in_float32
+from conformance.judge.classify import Unjudged, classify, misses_in_float32, wrong_result
 from conformance.recent import Recent
 from conformance.records.results import run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
@@ -73,10 +73,6 @@ def _copying(case: Case, framework: str) -> dict[str, Any]:
     cls = _adapters().get(framework)
     table = getattr(cls, "copies", None) or {}
     return {op: table[op] for op in case.ops if op in table} if table else {}
-
-
-def _wrong(outcome: str, details: dict[str, Any]) -> bool:
-    return outcome == "silent-wrong" or (outcome == "warns" and details.get("correct") is False)
 
 
 def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, str | None]:
@@ -489,7 +485,7 @@ class Engine:
                 reply = {"status": "error", "message": harness_error}
         outcome, details = self._classified(case, reply, reference, reference_error)
         copying = _copying(case, framework)
-        if copying and _wrong(outcome, details):
+        if copying and wrong_result(outcome, details):
             return self._judge_copies(case, reply, copying, outcome, details)
         return outcome, details
 
@@ -516,7 +512,7 @@ class Engine:
         if harness_error is not None or reference is None:
             return outcome, details
         again, judged = self._classified(case, reply, reference, reference_error, copies)
-        if _wrong(again, judged) or again == "error":
+        if wrong_result(again, judged) or again == "error":
             return outcome, details
         documented = {op: why.source for op, why in copying.items() if why.documented}
         promised = {op: why.source for op, why in copying.items() if not why.documented}

@@ -209,8 +209,9 @@ def test_a_compiled_fuzz_run_finds_the_write_full_graph_drops() -> None:
 
 
 @needs_paddle
-def test_an_interrupt_while_shrinking_writes_no_program_as_drawn(tmp_path: Path) -> None:
-    """Ctrl-C while shrinking: exit 130, what was shrunk before is written, nothing unshrunk is."""
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_while_shrinking_writes_no_program_as_drawn(tmp_path: Path, signum: str) -> None:
+    """Ctrl-C or SIGTERM while shrinking: exit 130, what was shrunk before is written, nothing unshrunk is."""
     import os
     import signal
     import subprocess
@@ -226,7 +227,7 @@ def test_an_interrupt_while_shrinking_writes_no_program_as_drawn(tmp_path: Path)
     for line in process.stdout:
         lines.append(line)
         if line.startswith("shrinking") and sum(1 for seen in lines if seen.startswith("shrinking")) == 2:
-            process.send_signal(signal.SIGINT)
+            process.send_signal(getattr(signal, signum))
             break
     rest, _ = process.communicate(timeout=300)
     text = "".join(lines) + rest

@@ -36,7 +36,7 @@ from conformance.case.load import load_cases
 from conformance.records.bounds import is_summary
 from conformance.records.record import Record
 from conformance.records.results import latest_by_cell, load_records
-from conformance.report.modes import confirmation_line, label, mode_changes
+from conformance.report.modes import confirmation_line, mode_changes
 from conformance.workers.pool import Worker
 
 #: Runs a reproducer as a script (``__main__``, from its file) and appends, on stderr, what it printed as
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.record:
                 with open(args.record, "a", encoding="utf-8") as handle:
                     handle.write(confirmation_line(record, ok, got) + "\n")
-            outcome = f"{label(old)} → {label(record)}" if old is not None else label(record)
+            outcome = f"{old.outcome_label} → {record.outcome_label}" if old is not None else record.outcome_label
             print(f"| `{record.case}` | {record.framework} {record.framework_version} | {record.mode} | "
                   f"{outcome} | {got.replace('|', '/')} | {'yes' if ok else 'NO'} |", flush=True)
     for worker in workers.values():

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from conformance.case.load import Case
-from conformance.fuzz.verdict import Cell, Verdict
+from conformance.fuzz.verdict import MODE_SEPARATOR, Cell, Verdict
 from conformance.ops import OPS
 
 __all__ = ["Cause", "Families", "behaviour_class", "interface", "COMPILED"]
@@ -38,8 +38,6 @@ NOT_FAMILIES = frozenset({"seed"})
 COMPILED = "compiled"
 #: Cases added to every topic's count when weighing an op (:meth:`Families.weight`).
 SMOOTHING = 5
-#: What marks a compiled cell's name: ``framework:mode``.
-MODE_SEPARATOR = ":"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
 
 if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
-    from conformance.fuzz.cause import Cause
+    from conformance.case.load import Case
+    from conformance.fuzz.cause import Cause, Families
+    from conformance.fuzz.write import KnownCases
     from conformance.fuzz.generate import Program
     from conformance.fuzz.run import Tried
     from conformance.fuzz.verdict import Verdict
@@ -33,6 +36,8 @@ SHRINK_PER_SIGNATURE = 1
 #: cause shows as many signatures (a dropped write after sin_, cos_, mul_ ...), each costing a shrink.
 SHRINK_PER_BEHAVIOUR = 8
 PROGRESS_SECONDS = 2.0
+#: Set by SIGINT or SIGTERM during ``conformance fuzz``; the run checks it between programs and candidates.
+SIGNALLED = threading.Event()
 #: Candidate programs hypothesis may run while shrinking one finding (then its smallest so far is kept).
 SHRINK_BUDGET = 500
 
@@ -159,7 +164,6 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     from conformance.fuzz.generate import Source
     from conformance.fuzz.run import Runner, campaign
     from conformance.fuzz.shrink import shrink
-    from conformance.case.load import Case
     from conformance.fuzz.cause import Families
     from conformance.fuzz.observe import observe_what_matters
     from conformance.fuzz.write import PROVENANCE, KnownCases, canonical, write_case
@@ -178,6 +182,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
         last = run_started
         try:
             for tried_batch in campaign(source, runner, budget, seed, batch):
+                _stop_if_signalled()
                 for tried in tried_batch:
                     report.ran += 1
                     for outcome in tried.verdict.outcomes().values():
@@ -191,7 +196,8 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                     say(_progress(report, groups, now - run_started))
         except KeyboardInterrupt:
             report.interrupted = True
-            say("interrupted: shrinking and reporting what was found so far")
+            SIGNALLED.clear()  # handled: a second signal stops what follows
+            say("interrupted: reporting what was found so far, unshrunk")
         report.run_seconds = time.perf_counter() - run_started
         report.busy = {name: round(seconds, 3) for name, seconds in runner.busy.items()}
         report.draw_seconds = source.seconds
@@ -203,6 +209,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
         evaluated = [0]
 
         def evaluate(program: Program) -> Verdict:
+            _stop_if_signalled()
             evaluated[0] += 1
             return runner.run([program.case(f"fuzz_shrink_{evaluated[0]}")])[0]
 
@@ -227,6 +234,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                     report.unshrunk += group.count
                     continue
                 for tried in group.smallest:
+                    _stop_if_signalled()
                     say(f"shrinking {_signature_text(group.signature)} (program {tried.drawn.number}, "
                         f"{tried.drawn.program.size()} steps)")
                     try:
@@ -235,6 +243,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                                                                         max_evaluations=shrink_budget)
                     except KeyboardInterrupt:  # the rest is reported as drawn
                         report.interrupted, shrunk = True, None
+                        SIGNALLED.clear()
                         say("interrupted: the remaining findings are reported unshrunk")
                     program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
                                                                                         tried.verdict)
@@ -277,13 +286,15 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                         result.reproduces = again.signature == verdict.signature
         except KeyboardInterrupt:
             report.interrupted = True
+            SIGNALLED.clear()
             say("interrupted: the findings not yet handled are left out")
         report.shrink_seconds = time.perf_counter() - shrink_started
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _known_hazard(families: Any, known: Any, cause: Cause, verdict_of: Callable[[Any], Verdict]) -> str | None:
+def _known_hazard(families: Families, known: KnownCases, cause: Cause,
+                  verdict_of: Callable[[Case], Verdict]) -> str | None:
     """The id of an existing case with the finding's hazard: a hand-written case of its family that uses an
     op of its pivot's interface and behaves alike, or a found case of the same cause."""
     from conformance.fuzz.write import PROVENANCE
@@ -347,6 +358,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     # SIGINT and SIGTERM end the run as Ctrl-C does (what was found so far is reported, exit 130), as for
     # ``conformance run``, also where the process was started with SIGINT ignored (a job, a test runner).
+    SIGNALLED.clear()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _interrupt)
 
@@ -367,7 +379,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def _interrupt(signum: int, frame: Any) -> None:
+    SIGNALLED.set()
     raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_if_signalled() -> None:
+    """Raise KeyboardInterrupt once a signal came: the handler's own raise is lost where it lands in code
+    that swallows exceptions (a garbage collector callback, a ``__del__``)."""
+    if SIGNALLED.is_set():
+        raise KeyboardInterrupt("signalled")
 
 
 def render(report: Report) -> str:
@@ -386,7 +406,7 @@ def render(report: Report) -> str:
     findings, suspects, errors = report.of(FINDING), report.of(REFERENCE), report.of(ERROR)
     causes = _by_cause(findings)
     new = [key for key, results in causes.items() if not results[0].known]
-    lines.append(f"found: {len(causes)} distinct cause(s) in {len(findings)} shrunk finding(s): {len(new)} new, "
+    lines.append(f"found: {len(causes)} distinct cause(s) in {len(findings)} finding(s): {len(new)} new, "
                  f"{len(causes) - len(new)} of a known hazard; {len(suspects)} suspected reference bug(s), "
                  f"{len(errors)} harness error(s); {report.unshrunk} more finding(s) not shrunk (their behaviour "
                  f"had {report.per_behaviour} signatures shrunk)")

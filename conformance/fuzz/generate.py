@@ -40,7 +40,7 @@ from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 from conformance.ops._op import FIELD_TYPES
 
 __all__ = ["ARG_KINDS", "Draw", "Drawn", "Facts", "GeneratorBug", "Program", "Source", "fuzzable_observations",
-           "fuzzable_ops", "programs"]
+           "fuzzable_ops", "outs", "programs", "walk"]
 
 #: Argument kinds the generator can fill (conformance/case/load.py accepts the same).
 ARG_KINDS = ("tensor", "operand", "array", "data", "module", "optimizer", "any")
@@ -90,16 +90,25 @@ class Program:
 
     def ops(self) -> list[str]:
         """The ops it uses, in order, blocks walked."""
-        return [s["op"] for s in _walk(self.steps) if "op" in s]
+        return [s["op"] for s in walk(self.steps) if "op" in s]
 
     def size(self) -> int:
-        return sum(1 for _ in _walk(self.steps))
+        return sum(1 for _ in walk(self.steps))
 
 
-def _walk(steps: Sequence[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+def walk(steps: Sequence[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """Every step of a program as a case file holds it, blocks walked."""
     for step in steps:
         yield step
-        yield from _walk(step.get("steps", ()))
+        yield from walk(step.get("steps", ()))
+
+
+def outs(step: Mapping[str, Any]) -> list[str]:
+    """The names one step binds (none for an observation)."""
+    out = step.get("out")
+    if isinstance(out, str):
+        return [out]
+    return [name for name in out if isinstance(name, str)] if isinstance(out, list) else []
 
 
 @dataclass(frozen=True)

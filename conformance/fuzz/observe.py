@@ -11,12 +11,12 @@ where the reference can judge it.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from conformance.case.load import CaseError
-from conformance.fuzz.generate import Program
+from conformance.fuzz.generate import Program, outs, walk
 from conformance.judge.reference import Machine, ReferenceFailure, ReferenceLimit, Tensor, run_reference
 
 __all__ = ["observe_what_matters"]
@@ -48,9 +48,9 @@ def observe_what_matters(program: Program) -> Program:
     except (ReferenceFailure, ReferenceLimit, MemoryError):
         return program
     last = _observed_at_end(program.steps)
-    backward = any(step.get("op") == "backward" for step in _walk(program.steps))
+    backward = any(step.get("op") == "backward" for step in walk(program.steps))
     wanted = []
-    for name in dict.fromkeys(_bound_names(program.steps)):
+    for name in dict.fromkeys(name for step in program.steps for name in outs(step)):  # top level only
         value = machine.env.get(name)
         if not isinstance(value, Tensor):
             continue
@@ -75,22 +75,6 @@ def _judgeable(program: Program) -> bool:
         return False
     last = case.steps[-1]
     return result.stopped is None and last.name in result.observations and last.name not in result.unjudged
-
-
-def _walk(steps: Sequence[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    for step in steps:
-        yield step
-        yield from _walk(step.get("steps", ()))
-
-
-def _bound_names(steps: Sequence[Mapping[str, Any]]) -> Iterator[str]:
-    """The names the top-level steps bind, in order (names bound inside a block stay inside it)."""
-    for step in steps:
-        out = step.get("out")
-        if isinstance(out, str):
-            yield out
-        elif isinstance(out, list):
-            yield from (name for name in out if isinstance(name, str))
 
 
 def _observed_at_end(steps: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:

@@ -28,7 +28,7 @@ from conformance.case.load import Case
 from conformance.engine import Engine
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
 from conformance.fuzz.generate import Drawn, Source
-from conformance.fuzz.verdict import Cell, Verdict, judge
+from conformance.fuzz.verdict import MODE_SEPARATOR, Cell, Verdict, judge
 from conformance.settings import EAGER, modes_for
 
 __all__ = ["Runner", "Tried", "campaign", "case_id", "RECYCLE"]
@@ -54,7 +54,7 @@ class Runner:
         self.recycle = recycle
         classes = adapter_classes()
         #: (cell name, framework, mode) of every cell a program runs as: eager first, then compiled modes
-        self.cells = [(name if mode == EAGER else f"{name}:{mode}", name, mode) for name in self.frameworks
+        self.cells = [(name if mode == EAGER else f"{name}{MODE_SEPARATOR}{mode}", name, mode) for name in self.frameworks
                       for mode in modes_for([EAGER, *modes], getattr(classes[name], "modes", {}))]
         #: seconds each cell's worker had programs (from each cell's timing), by cell name
         self.busy = {cell: 0.0 for cell, _, _ in self.cells}

@@ -25,7 +25,7 @@ from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, HypothesisException
 
 from conformance.case.load import CaseError
-from conformance.fuzz.generate import GeneratorBug, Program, programs
+from conformance.fuzz.generate import GeneratorBug, Program, outs, programs, walk
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import Op
 
@@ -123,22 +123,13 @@ def delete_steps(program: Program, verdict: Verdict, target: Verdict, evaluate: 
 def _still_observing(steps: tuple, before: tuple) -> tuple:
     """*steps* without the observations of names no step binds any more; with none left, observing the value
     of the last name a top-level step still binds (a program observes something)."""
-    bound = {name.split(".")[0] for name in _outs(steps)}
+    bound = {name.split(".")[0] for step in walk(steps) for name in outs(step)}
     kept = tuple(step for step in steps if "observe" not in step or all(
         target.split(".")[0] in bound for target in (step["of"] if isinstance(step["of"], list) else [step["of"]])))
     if any("observe" in step for step in kept):
         return kept
-    names = [name for step in kept for name in _outs([step])]
+    names = [name for step in kept for name in outs(step)]
     return kept + ({"observe": "value", "of": names[-1]},) if names else kept
-
-
-def _outs(steps) -> list[str]:
-    names = []
-    for step in steps:
-        out = step.get("out")
-        names += [out] if isinstance(out, str) else [n for n in out if isinstance(n, str)] if isinstance(out, list) else []
-        names += _outs(step.get("steps", ()))
-    return names
 
 
 def _paths(steps, prefix: tuple[int, ...] = ()):

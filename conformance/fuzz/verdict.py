@@ -25,11 +25,14 @@ from typing import Any, Mapping
 
 from conformance.case.load import Case
 from conformance.fuzz import ERROR, FINDING, NOTHING, REFERENCE
-from conformance.judge.classify import compare
+from conformance.judge.classify import compare, wrong_result
 
 __all__ = ["Cell", "Verdict", "judge", "FINDING", "REFERENCE", "ERROR", "NOTHING"]
 
 _SILENT = ("silent-correct", "silent-wrong", "warns")
+#: What joins a framework and a compiled mode in a cell's name (``torch:compile``; an eager cell is the
+#: framework's name alone).
+MODE_SEPARATOR = ":"
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Cell:
 
     @property
     def wrong(self) -> bool:
-        return self.outcome == "silent-wrong" or (self.outcome == "warns" and self.details.get("correct") is False)
+        return wrong_result(self.outcome, self.details)
 
     def wrong_observations(self) -> dict[str, Mapping[str, Any]]:
         return {o["name"]: o for o in self.details.get("observations", []) if o.get("ok") is False}
@@ -121,7 +124,7 @@ def judge(case: Case, cells: Mapping[str, Cell]) -> Verdict:
 def frameworks(cells: Mapping[str, Cell]) -> set[str]:
     """The frameworks of the cells (a compiled cell ``torch:compile`` is torch's): one framework's modes agreeing
     with each other corroborate nothing against the reference."""
-    return {name.split(":")[0] for name in cells}
+    return {name.split(MODE_SEPARATOR)[0] for name in cells}
 
 
 def _no_gradient_where_the_reference_has_one(cells: Mapping[str, Cell], wrong: list[str]) -> bool:

@@ -224,6 +224,11 @@ def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
+def wrong_result(outcome: str, details: Mapping[str, Any]) -> bool:
+    """A wrong result, whether silent or beside a warning that did not say so (``Record.wrong`` on a record)."""
+    return outcome == "silent-wrong" or (outcome == "warns" and details.get("correct") is False)
+
+
 def misses_in_float32(details: Mapping[str, Any]) -> bool:
     """Whether a float32 observation missed the float64 reference: then the cell is judged again with the
     float32 spread of the reference (:func:`compare`), which most cells never need."""

@@ -191,6 +191,13 @@ class Record:
         return self.outcome == "silent-wrong" or (self.outcome == "warns" and self.correct is False)
 
     @property
+    def outcome_label(self) -> str:
+        """The outcome as the reports print it: a warning beside a wrong result is not a harmless one."""
+        if self.outcome == "warns" and self.correct is not None:
+            return f"warns ({'wrong' if self.correct is False else 'right'} result)"
+        return self.outcome
+
+    @property
     def max_error(self) -> float | None:
         value = self.details.get("max_error")
         return float(value) if isinstance(value, (int, float)) else None

@@ -30,7 +30,7 @@ WARNS_WRONG = "warns (wrong result)"
 
 
 def _kind(record: Record) -> str:
-    return WARNS_WRONG if record.outcome == "warns" and record.correct is False else record.outcome
+    return WARNS_WRONG if record.outcome == "warns" and record.wrong else record.outcome
 
 
 def write_heatmap(records: Iterable[Record], path: Path | str) -> str | None:

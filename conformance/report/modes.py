@@ -19,14 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from conformance.records.record import Record
 
-__all__ = ["confirmation_key", "label", "load_confirmations", "mode_changes", "render_mode_changes"]
-
-
-def label(record: Record) -> str:
-    """The outcome as the reports print it: a warning with a wrong result is not a harmless warning."""
-    if record.outcome == "warns" and record.correct is not None:
-        return f"warns ({'right' if record.correct else 'wrong'} result)"
-    return record.outcome
+__all__ = ["confirmation_key", "confirmation_line", "load_confirmations", "mode_changes", "render_mode_changes"]
 
 
 def confirmation_key(record: Record) -> str:
@@ -94,7 +87,7 @@ def render_mode_changes(records: Iterable[Record], confirmations: Mapping[str, t
     for eager, differ in changes:
         for record in differ:
             counts = summary.setdefault((record.framework, record.framework_version, record.device, record.mode), {})
-            change = f"{label(eager)} → {label(record)}"
+            change = f"{eager.outcome_label} → {record.outcome_label}"
             counts[change] = counts.get(change, 0) + 1
     lines += ["| build | mode | cases changed | how |", "|---|---|---|---|"]
     for framework, version, device in builds:
@@ -112,7 +105,7 @@ def render_mode_changes(records: Iterable[Record], confirmations: Mapping[str, t
             confirmed += bool(found and found[0])
             said, verdict = (found[1], "yes" if found[0] else "NO") if found else ("", "not confirmed")
             lines.append(f"| `{record.case}` | {record.framework} {record.framework_version} | {record.mode} | "
-                         f"{label(record)} | {said.replace('|', '/')} | {verdict} |")
+                         f"{record.outcome_label} | {said.replace('|', '/')} | {verdict} |")
     lines += ["", f"{confirmed} of {total} cells confirmed by their reproducers."]
     return "\n".join(lines) + "\n"
 

@@ -149,13 +149,6 @@ def in_tree(path: str) -> Path | None:
     return same_place if same_place.is_file() else None
 
 
-def _range_label(record: Record) -> str:
-    """The outcome a version range is made of: a warning beside a wrong result is not a harmless one."""
-    if record.outcome == "warns" and record.correct is not None:
-        return f"warns ({'wrong' if record.correct is False else 'right'} result)"
-    return record.outcome
-
-
 def _cell_badge(record: Record) -> str:
     if record.outcome == "warns" and record.correct is False:
         return badge("warns") + " (wrong result)"
@@ -315,7 +308,7 @@ def _by_version(matrix: _Matrix, cases: Sequence[str] | None = None) -> list[str
                 outcomes = {}
                 for column in columns:
                     record = matrix.get(case, column)
-                    outcomes[column.version] = _range_label(record) if record else None
+                    outcomes[column.version] = record.outcome_label if record else None
                 ranges = version_ranges(outcomes, versions)
                 if not ranges:
                     continue
