@@ -15,9 +15,11 @@ from conformance.workers.pool import WorkerPool
 from .conftest import ROOT, framework_params
 
 CASES = ROOT / "cases"
-#: Where a case's hazard comes from: a seed article, a documentation page or issue thread by URL, or the
-#: differential fuzzer (cases/found/, with its seed and the framework versions).
-PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+|^found by fuzzing: .*--seed \d+")
+#: Where a case's hazard comes from: a seed article, a documentation page or issue thread by URL, the
+#: differential fuzzer (cases/found/, with its seed and the framework versions), or the hazard of the
+#: catalogue it is the safe spelling of (checked below: that hazard names it as its remedy).
+PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+|^found by fuzzing: .*--seed \d+|^safe spelling of [a-z]+/[a-z0-9_]+")
+SAFE_SPELLING_OF = re.compile(r"([a-z]+)/([a-z0-9_]+)")
 
 
 def catalogue():
@@ -35,6 +37,19 @@ def test_every_case_cites_where_its_hazard_comes_from() -> None:
     cases, _ = catalogue()
     missing = [f"{c.path}: source {c.source!r}" for c in cases if not PROVENANCE.search(c.source or "")]
     assert not missing, "cases without provenance (a seed article, a URL, or the fuzzer):\n" + "\n".join(missing)
+
+
+def test_a_safe_spelling_is_the_remedy_of_the_hazards_it_cites() -> None:
+    cases, _ = catalogue()
+    by_id = {case.id: case for case in cases}
+    for case in cases:
+        if not case.source.startswith("safe spelling of "):
+            continue
+        cited = SAFE_SPELLING_OF.findall(case.source.split("(")[0])
+        assert cited, case.path
+        for topic, hazard in cited:
+            assert hazard in by_id and by_id[hazard].topic == topic, f"{case.path}: no case {topic}/{hazard}"
+            assert case.id in by_id[hazard].remedy, f"{case.path}: {hazard} does not name {case.id} as its remedy"
 
 
 def test_no_two_cases_are_the_same_program() -> None:

@@ -31,7 +31,8 @@ ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 #: Names generated programs use themselves; each adapter adds its own (``torch``, ``nn``, ``F``...).
 HARNESS_NAMES = frozenset({"np", "numpy", "DEVICE"})
-TOP_LEVEL = {"id", "title", "topic", "source", "description", "tolerance", "timeout", "expected", "steps"}
+TOP_LEVEL = {"id", "title", "topic", "source", "description", "cause", "remedy", "no_remedy", "tolerance", "timeout",
+             "expected", "steps"}
 MAX_TIMEOUT = 3600.0
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 #: Characters an observation name may not hold: ``[`` starts the iteration suffix of a key.
@@ -106,6 +107,12 @@ class Case:
     tolerance: Tolerance | None = None
     timeout: float | None = None
     expected: Mapping[str, Any] | None = None
+    #: One line: why the frameworks differ (or go wrong) on this program, for the porting guide.
+    cause: str = ""
+    #: The ids of the cases that are this one's safe spelling (``docs/porting.md``), checked against results.
+    remedy: tuple[str, ...] = ()
+    #: Why no safe spelling exists, where none does (exclusive with ``remedy``).
+    no_remedy: str = ""
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
     #: What decides a cell's result (steps, tolerance, timeout), hashed: a record carries it, so a result
     #: of a case edited since it ran is known to be stale.  Titles and prose do not change it.
@@ -213,9 +220,12 @@ class _Checker:
         case_id = data["id"]
         if not isinstance(case_id, str) or not ID_PATTERN.match(case_id):
             raise self.fail(("id",), f"id {case_id!r} must be snake_case: lowercase letters, digits, '_'")
-        for key in ("title", "topic", "source", "description"):
+        for key in ("title", "topic", "source", "description", "cause", "no_remedy"):
             if key in data and not isinstance(data[key], str):
                 raise self.fail((key,), f"{key} must be a string, not {data[key]!r}")
+        for key in ("cause", "no_remedy"):
+            if key in data and (not data[key].strip() or "\n" in data[key].strip()):
+                raise self.fail((key,), f"{key} must be one non-empty line, not {data[key]!r}")
         steps = self.steps(data["steps"], ("steps",), scope={})
         if not steps:
             raise self.fail(("steps",), "steps must not be empty")
@@ -235,9 +245,31 @@ class _Checker:
             tolerance=self.tolerance(data.get("tolerance")),
             timeout=self.timeout(data),
             expected=self.expected(data.get("expected"), set(observed)),
+            cause=data.get("cause", "").strip(),
+            remedy=self.remedy(data, case_id),
+            no_remedy=data.get("no_remedy", "").strip(),
             lines=self.lines,
             digest=case_digest(data),
         )
+
+    def remedy(self, data: dict, case_id: str) -> tuple[str, ...]:
+        """The ids a case names as its safe spelling: whether they exist is a question of the catalogue
+        (``conformance.porting.remedies``), not of one file."""
+        if "remedy" not in data:
+            return ()
+        if "no_remedy" in data:
+            raise self.fail(("no_remedy",), "a case names a remedy or says why it has none, not both")
+        value = data["remedy"]
+        if not isinstance(value, list) or not value:
+            raise self.fail(("remedy",), f"remedy must be a non-empty list of case ids, not {value!r}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not ID_PATTERN.match(item):
+                raise self.fail(("remedy", i), f"remedy entries are case ids (snake_case), not {item!r}")
+            if item == case_id:
+                raise self.fail(("remedy", i), f"a case cannot be its own remedy ({item!r})")
+            if item in value[:i]:
+                raise self.fail(("remedy", i), f"remedy names {item!r} twice")
+        return tuple(value)
 
     def tolerance(self, value: Any) -> Tolerance | None:
         if value is None:

@@ -151,6 +151,10 @@ def _top_level() -> Schema:
         "topic": {"type": "string"},
         "source": {"type": "string"},
         "description": {"type": "string"},
+        "cause": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
+        "remedy": {"type": "array", "minItems": 1, "uniqueItems": True,
+                   "items": {"type": "string", "pattern": _ID}},
+        "no_remedy": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
         "tolerance": {
             "type": "object",
             "properties": {"rtol": {"type": "number", "minimum": 0},
@@ -178,6 +182,7 @@ def build_schema() -> Schema:
         "type": "object",
         "required": ["id", "title", "steps"],
         "properties": _top_level(),
+        "not": {"required": ["remedy", "no_remedy"]},
         "additionalProperties": False,
         "$defs": {
             "name": {"type": "string", "pattern": _NAME},
