@@ -24,13 +24,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
     import numpy as np
 
-__all__ = ["Adapter", "Copying", "Unsupported", "adapter_classes", "load_adapter", "installed", "installed_version"]
+    from conformance.case.load import Case
+    from conformance.program.translate import Program
+
+__all__ = ["Adapter", "ConversionFailed", "Copying", "Unsupported", "adapter_classes", "load_adapter", "installed",
+           "installed_version", "missing_modules"]
 
 ENTRY_POINT_GROUP = "conformance.adapters"
 
 
 class Unsupported(Exception):
     """The installed framework has no API for a step; the reason says what was looked for."""
+
+
+class ConversionFailed(Exception):
+    """A converter (``Adapter.converter``) failed on a program: its own failure, a finding about it."""
 
 
 def lit(value: Any) -> str:
@@ -55,6 +63,8 @@ class Adapter:
     name: ClassVar[str]
     #: The module to import; also how the parent checks it is installed without importing it.
     import_name: ClassVar[str]
+    #: Other modules the adapter needs, checked the same way (a converter's column needs both frameworks).
+    imports: ClassVar[tuple[str, ...]] = ()
     #: Distribution names whose version is the framework's version, first installed wins.
     distributions: ClassVar[tuple[str, ...]]
     #: The alias the generated code uses for the framework module.
@@ -79,10 +89,44 @@ class Adapter:
     #: whose values follow that copy ``copies``, never ``silent-wrong``; a copy where it documents a view
     #: stays wrong and says so.  The reference judges such a cell again with those results copied.
     copies: ClassVar[dict[str, "Copying"]] = {}
+    #: The tool that rewrites the programs before they run (a converter), or None when the harness's
+    #: program runs as written.  Then a name the running program lacks is the tool's doing, a finding; only
+    #: one the harness's own program lacks is a fault of the harness.
+    converter: ClassVar[str | None] = None
+    #: Whether each program runs in a process of its own (a fork of the worker), because a program may
+    #: change the framework for those after it (a converter's helper code that patches its tensor class).
+    isolated: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.fw = importlib.import_module(self.import_name)
         self.namespace: dict[str, Any] = {}
+
+    def start(self) -> None:
+        """Ready the adapter in its worker: the names its spellings are looked up in (``resolve``)."""
+        exec("\n".join(self.prelude("cpu")), self.namespace)
+
+    def program(self, case: Case, device: str, *, harness: bool, mode: str = "eager") -> Program:
+        """The program a user of the framework writes for *case*: the harness's (with ``_step`` and
+        ``_observe`` hooks), or a reproducer that prints."""
+        from conformance.program.translate import translate
+
+        return translate(case, self, device, harness=harness, mode=mode)
+
+    def unresolved(self, program: Program) -> list[str]:
+        """The framework names the harness wrote into *program* that the installed framework lacks."""
+        from conformance.program.check import unresolved_names
+
+        return unresolved_names(program.source, self.namespace)
+
+    def facts(self) -> dict[str, str]:
+        """What a record's run information adds about this column besides the framework's version."""
+        return {}
+
+    @classmethod
+    def version_label(cls, version: str) -> str:
+        """The version a column names, given the installed distribution's (an adapter that runs a pair of
+        tools names both)."""
+        return version
 
     # -- facts about the installed framework -------------------------------------
 
@@ -320,7 +364,12 @@ def load_adapter(name: str) -> type[Adapter]:
 
 
 def is_installed(cls: type[Adapter]) -> bool:
-    return importlib.util.find_spec(cls.import_name) is not None
+    return not missing_modules(cls)
+
+
+def missing_modules(cls: type[Adapter]) -> list[str]:
+    """The modules an adapter needs that cannot be imported here (looked up, never imported)."""
+    return [name for name in (cls.import_name, *cls.imports) if importlib.util.find_spec(name) is None]
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,9 +381,15 @@ def installed(name: str) -> tuple[bool, str | None]:
 
 
 def installed_version(cls: type[Adapter] | Adapter) -> str | None:
-    for dist in cls.distributions:
+    return distribution_version(cls.distributions, cls.version_label)
+
+
+def distribution_version(distributions: Sequence[str], label: Any = None) -> str | None:
+    """The version of the first of *distributions* that is installed (passed through *label*), or None."""
+    for dist in distributions:
         try:
-            return importlib.metadata.version(dist)
+            version = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
+        return label(version) if label else version
     return None

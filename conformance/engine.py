@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import Any, Iterable
 
-from conformance.adapter import adapter_classes, installed
+from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.load import Case
 from conformance.judge.classify import Unjudged, classify, misses_in_float32, wrong_result
 from conformance.recent import Recent
@@ -435,8 +435,8 @@ class Engine:
         if cls is None:
             reply: dict[str, Any] = {"status": "error", "message": f"no adapter named {framework!r}"}
         elif not installed(framework)[0]:
-            reply = {"status": "skipped", "reason": f"{framework} is not installed "
-                                                     f"(no module {cls.import_name!r})"}
+            missing = ", ".join(repr(name) for name in missing_modules(cls))
+            reply = {"status": "skipped", "reason": f"{framework} is not installed (no module {missing})"}
         else:
             version = installed(framework)[1] or "unknown"
             try:

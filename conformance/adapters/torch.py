@@ -98,21 +98,25 @@ class TorchAdapter(Adapter):
             return f"torch.sigmoid_({x})"
         return super().inplace_activation(name, x)
 
-    def _parameter(self, values: Any) -> str:
-        return f"nn.Parameter(torch.tensor({lit(values)}, dtype=torch.float32, device=DEVICE))"
+    # Weights are set as torch's users set them in place: copied in under no_grad (``nn.init`` does the
+    # same).  Assigning a new nn.Parameter would do for torch alone, but a converted program loses it
+    # (PaConvert's paddle SimpleRNN ignores an assigned weight_ih_l0), and the PaConvert column converts
+    # exactly this program.
+    def _set(self, target: str, values: Any) -> str:
+        return f"    {target}.copy_(torch.tensor({lit(values)}, dtype=torch.float32, device=DEVICE))"
 
     def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
         rows, cols = len(weight), len(weight[0])  # (a checked, rectangular list of rows)
-        lines = [f"{out} = nn.Linear({cols}, {rows}, bias={bias is not None}, device=DEVICE)",
-                 f"{out}.weight = {self._parameter(weight)}"]
+        lines = [f"{out} = nn.Linear({cols}, {rows}, bias={bias is not None}, device=DEVICE)", "with torch.no_grad():",
+                 self._set(f"{out}.weight", weight)]
         if bias is not None:
-            lines.append(f"{out}.bias = {self._parameter(bias)}")
+            lines.append(self._set(f"{out}.bias", bias))
         return lines
 
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
         hidden, inputs = len(params["weight_ih"]), len(params["weight_ih"][0])
-        lines = [f"{out} = nn.RNN({inputs}, {hidden}, device=DEVICE)"]
-        lines += [f"{out}.{name}_l0 = {self._parameter(value)}" for name, value in params.items()]
+        lines = [f"{out} = nn.RNN({inputs}, {hidden}, device=DEVICE)", "with torch.no_grad():"]
+        lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
     def sgd(self, params: str, lr: str) -> str:

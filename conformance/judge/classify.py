@@ -164,7 +164,7 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
     can move each reference observation (float32 observations may be that much farther from it)."""
     status = reply["status"]
     details: dict[str, Any] = {}
-    for key in ("warnings", "ignored_warnings", "native_output"):
+    for key in ("warnings", "ignored_warnings", "native_output", "conversion"):
         if reply.get(key):
             details[key] = reply[key]
     if status in ("skipped", "unsupported", "crash", "timeout", "error"):

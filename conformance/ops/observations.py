@@ -74,9 +74,9 @@ register_observation(Observation(
     "same_storage", "whether an object still occupies the memory an earlier address observation recorded",
     "overlap", lambda w, t: t[0], memory=True, arrays=True, since=True))
 register_observation(Observation(
-    "version", "the framework's version counter of a tensor", "int", lambda w, t: w.a.version_counter(t[0])))
+    "version", "the framework's version counter of a tensor", "int", lambda w, t: w.reader.version_counter(t[0])))
 register_observation(Observation(
-    "requires_grad", "whether the tensor requires grad", "bool", lambda w, t: w.a.requires_grad(t[0])))
+    "requires_grad", "whether the tensor requires grad", "bool", lambda w, t: w.reader.requires_grad(t[0])))
 register_observation(Observation(
     "is_leaf", "whether the tensor is a leaf of the graph", "bool", lambda w, t: f"{t[0]}.is_leaf"))
 register_observation(Observation(

@@ -198,4 +198,5 @@ def run_info(cases_dir: Path | str, worker_info: dict[str, Any] | None, device: 
     if worker_info:
         info["gpu"] = (worker_info.get("device_names") or {}).get(device)
         info["framework_import_warnings"] = worker_info.get("import_warnings", [])
+        info.update(worker_info.get("facts") or {})  # what the adapter adds (a converter: what it converts)
     return info

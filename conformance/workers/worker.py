@@ -11,6 +11,7 @@ Run as ``python -m conformance.worker FRAMEWORK``.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import json
 import os
@@ -25,14 +26,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from conformance.adapter import Adapter, load_adapter
+from conformance.adapter import Adapter, ConversionFailed, load_adapter
 from conformance.case.load import Case, case_from_message
 from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
-from conformance.program.check import unresolved_names
-from conformance.program.translate import translate
 from conformance.workers.arrays import pack
+from conformance.workers.isolated import in_fork
 from conformance.workers.faults import out_of_memory
 from conformance.recent import Recent
 from conformance.workers.pool import CASES_KEPT, PROGRAMS_ENV, program_folder_prefix, scratch_folder
@@ -194,7 +194,12 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
     if problem:
         return {"status": "skipped", "reason": problem}
     mode = request.get("mode", "eager")
-    program = translate(case, adapter, device, harness=True, mode=mode)
+    try:
+        program = adapter.program(case, device, harness=True, mode=mode)
+    except ConversionFailed as exc:  # the converter's own failure on the program: what its user meets
+        return {"status": "raised", "step": 0, "iteration": [], "exception": {
+            "type": type(exc.__cause__ or exc).__name__, "message": str(exc)[:4000], "kind": "other",
+            "phase": "conversion"}, "observations": [], "warnings": []}
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
     run = _Run(adapter)
@@ -217,7 +222,7 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
                 raise
             reply = _raised(adapter, run, exc, filename)
             if isinstance(exc, AttributeError) or run.phase == "compiled":  # how a misspelt name shows
-                missing = unresolved_names(program.source, adapter.namespace)
+                missing = adapter.unresolved(program)
                 if missing:
                     reply = {"status": "error", "message": f"the generated program refers to {', '.join(missing)}, "
                              f"which {adapter.name} {adapter.version} does not have: a fault of the {adapter.name} "
@@ -226,6 +231,8 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
                  run_seconds=time.perf_counter() - started)
     if run.ignored_warnings:
         reply["ignored_warnings"] = run.ignored_warnings
+    if program.conversion is not None:
+        reply["conversion"] = program.conversion
     return reply
 
 
@@ -254,7 +261,7 @@ def _source_file(case_id: str, source: str) -> str:
 
 def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> dict[str, Any]:
     """What an exception from the running program was: the framework's, or the harness's own fault."""
-    if isinstance(exc, NameError) and _innermost_file(exc) == filename:
+    if isinstance(exc, NameError) and _innermost_file(exc) == filename and adapter.converter is None:
         return {"status": "error", "message": f"the generated program raised {type(exc).__name__}: {exc} "
                 f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
     type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
@@ -296,6 +303,7 @@ def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
         "python": platform.python_version(),
         "numpy": np.__version__,
         "pid": os.getpid(),
+        "facts": adapter.facts(),
     }
 
 
@@ -313,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.simplefilter("always")
         adapter = load_adapter(framework)()
     import_warnings = [f"{w.category.__name__}: {w.message}" for w in log]
-    exec("\n".join(adapter.prelude("cpu")), adapter.namespace)
+    adapter.start()
     _freeze_what_lasts()
     protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
                                     ["cpu", "gpu"])) + "\n")
@@ -331,12 +339,11 @@ def main(argv: list[str] | None = None) -> int:
             if request["cmd"] == "run":
                 if key is not None and key not in cases:
                     raise KeyError(f"case key {key!r} was never sent to this worker")
-                reply = run_case(adapter, request, cases.get(key))
+                run = functools.partial(run_case, adapter, request, cases.get(key))
+                reply = in_fork(run, adapter.name) if adapter.isolated else run()
             elif request["cmd"] == "render":
-                case = case_from_message(request)
-                program = translate(case, adapter, request["device"], harness=False,
-                                    mode=request.get("mode", "eager"))
-                reply = {"source": program.source, "unsupported": program.unsupported}
+                render = functools.partial(_render, adapter, case_from_message(request), request)
+                reply = in_fork(render, adapter.name) if adapter.isolated else render()
             else:
                 reply = {"status": "error", "message": f"unknown command {request['cmd']!r}"}
         except Exception:  # noqa: BLE001 - a harness fault, reported as such
@@ -347,6 +354,12 @@ def main(argv: list[str] | None = None) -> int:
         if served & (served - 1) == 0:  # after requests 1, 2, 4, 8...
             _freeze_what_lasts(collect=True)
     return 0
+
+
+def _render(adapter: Adapter, case: Case, request: dict[str, Any]) -> dict[str, Any]:
+    """A case's reproducer: the program that prints its observations."""
+    program = adapter.program(case, request["device"], harness=False, mode=request.get("mode", "eager"))
+    return {"source": program.source, "unsupported": program.unsupported}
 
 
 def _freeze_what_lasts(collect: bool = False) -> None:

@@ -1,0 +1,169 @@
+"""The PaConvert column (conformance/adapters/paconvert.py): the torch column's program, converted by the real
+PaConvert, run on the real paddle, judged by the same reference; and how the guide reads it.
+
+The end-to-end tests need torch, paddle and paconvert installed (the tests env installs them); the log
+reading and the verdicts are plain data.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from conformance.case.load import load_cases
+from conformance.engine import Engine
+from conformance.records.record import Record
+from conformance.report.porting import conversions
+
+from .conftest import CONVERTERS, ROOT
+
+needs_paconvert = pytest.mark.skipif("paconvert" not in CONVERTERS,
+                                     reason="paconvert, torch and paddle are not all installed")
+
+LOG = """\
+===========================================
+PyTorch to Paddle Convert Start ------>:
+===========================================
+Start convert file: /tmp/x/case.py --> /tmp/x/out/case.py
+[case.py:5] remove 'import torch'
+[case.py:12] [Success] Convert torch.tensor to Paddle
+[case.py:14] [Not Support] Convert torch.Tensor.resize_ to Paddle is not supported currently
+[case.py:17] [Delete] Just remove torch.cuda.synchronize
+Finish convert /tmp/x/case.py --> /tmp/x/out/case.py
+"""
+
+
+def test_the_conversion_report_keeps_what_paconvert_said_of_each_line() -> None:
+    from conformance.adapters.paconvert import conversion_report
+
+    report = conversion_report(LOG, converted=2, failed=1)
+    assert report == {"tool": "PaConvert", "apis": 3, "converted": 2, "not_converted": 1, "rate": 0.6667,
+                      "not_supported": ["line 14: Convert torch.Tensor.resize_ to Paddle is not supported currently"],
+                      "deleted": ["line 17: Just remove torch.cuda.synchronize"]}
+
+
+def _cell(case: str, framework: str, version: str, outcome: str, **details) -> Record:
+    return Record(case=case, framework=framework, framework_version=version, device="cpu", outcome=outcome,
+                  details=details, run_info={"source_version": "2.13.0+cpu"} if framework == "paconvert" else {})
+
+
+@pytest.mark.parametrize("torch_outcome, converted, exception, verdict, silent", [
+    ("silent-correct", "silent-correct", None, "keeps", False),
+    ("raises", "raises", {"type": "RuntimeError", "message": "", "kind": "autograd"}, "keeps", False),
+    ("raises", "raises", {"type": "AttributeError", "message": "", "kind": "rejection"}, "breaks", False),
+    ("silent-correct", "raises", {"type": "SyntaxError", "message": "", "kind": "other"}, "breaks", False),
+    ("silent-correct", "raises", {"type": "X", "message": "", "kind": "other", "phase": "conversion"}, "breaks", False),
+    ("silent-correct", "silent-wrong", None, "changes", True),
+    ("raises", "silent-wrong", None, "changes", True),
+    ("aliases", "copies", None, "changes", True),
+    ("silent-correct", "raises", {"type": "RuntimeError", "message": "", "kind": "autograd"}, "changes", False),
+])
+def test_a_conversion_keeps_changes_or_breaks_the_meaning(torch_outcome, converted, exception, verdict,
+                                                          silent) -> None:
+    details = {"exception": exception} if exception else {}
+    records = [_cell("c", "torch", "2.13.0+cpu", torch_outcome, **({"exception": {"type": "RuntimeError",
+                                                                                    "message": "", "kind": "autograd"}}
+                                                                 if torch_outcome == "raises" else {})),
+               _cell("c", "paconvert", "3.3.1+paddle3.3.1", converted,
+                     conversion={"not_converted": 0, "rate": 1.0}, **details)]
+    found = conversions(records, converters=frozenset({"paconvert"}))["c"]
+    assert (found.verdict, found.silent, found.told) == (verdict, silent, False)
+
+
+def test_paconvert_told_its_user_when_it_marked_something() -> None:
+    records = [_cell("c", "torch", "2.13.0+cpu", "silent-correct"),
+               _cell("c", "paconvert", "3.3.1+paddle3.3.1", "raises", conversion={"not_converted": 1},
+                     exception={"type": "SyntaxError", "message": "", "kind": "other"})]
+    assert conversions(records, converters=frozenset({"paconvert"}))["c"].told
+
+
+def test_a_name_the_converted_program_lacks_is_the_converter_s_doing_not_the_harness_s() -> None:
+    from conformance.workers.worker import _Run, _raised
+
+    filename = "/tmp/converted_program.py"
+    try:
+        exec(compile("torch_leftover.sin()", filename, "exec"), {})
+    except NameError as exc:
+        raised = exc
+    adapter = types.SimpleNamespace(name="paconvert", version="3.3.1", autograd_messages=(), converter="PaConvert")
+    reply = _raised(adapter, _Run(adapter), raised, filename)
+    assert reply["status"] == "raised" and reply["exception"]["type"] == "NameError"
+    adapter.converter = None  # the harness's own program: a fault of the adapter
+    assert _raised(adapter, _Run(adapter), raised, filename)["status"] == "error"
+
+
+def test_a_converter_failure_is_a_conversion_phase_raise() -> None:
+    from conformance.adapter import ConversionFailed
+    from conformance.adapters.paconvert import convert
+
+    with pytest.raises(ConversionFailed, match="PaConvert failed on the program: SyntaxError"):
+        convert("def f(:\n    pass\n", "broken")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = Engine(timeout=120)
+    yield engine
+    engine.close()
+
+
+def _case(case_id: str):
+    cases, _ = load_cases([ROOT / "cases"])
+    return next(c for c in cases if c.id == case_id)
+
+
+@needs_paconvert
+def test_the_converted_program_runs_on_paddle_and_is_judged_by_the_reference(engine) -> None:
+    record = engine.run_cell(_case("residual_skip_alias_sees_iadd"), "paconvert", "cpu")
+    assert record["framework_version"].startswith("3.3.1+paddle")
+    assert record["run_info"]["source_version"].startswith("2.13.0")  # the torch that wrote the program
+    # PaConvert converts every API and says so, and the converted `h += b` binds a new tensor on paddle
+    assert record["outcome"] == "silent-wrong"
+    conversion = record["details"]["conversion"]
+    assert conversion["rate"] == 1.0 and conversion["not_converted"] == 0 and conversion["marked_lines"] == 0
+
+
+@needs_paconvert
+def test_weights_set_as_torch_users_set_them_survive_the_conversion(engine) -> None:
+    # the torch program copies the weights in under no_grad; an assigned nn.Parameter would be ignored by the
+    # converted SimpleRNN, and the first loss would differ from the reference
+    record = engine.run_cell(_case("rnn_hidden_detach"), "paconvert", "cpu")
+    assert record["outcome"] == "silent-correct", record["details"]
+
+
+@needs_paconvert
+def test_the_harness_s_reads_are_never_converted(engine) -> None:
+    # iadd_after_relu observes a version counter: read as paddle reads it, not torch's _version left as it is
+    record = engine.run_cell(_case("iadd_after_relu"), "paconvert", "cpu")
+    versions = [o for o in record["details"]["observations"] if o["kind"] == "version"]
+    assert versions and all(isinstance(o["value"], int) for o in versions), record["details"]
+
+
+@needs_paconvert
+def test_what_the_conversion_breaks_is_recorded_as_the_converted_program_raising(engine) -> None:
+    # torch users scale in place with a Python number; PaConvert passes it on to paddle, which wants a tensor
+    record = engine.run_cell(_case("saved_output_relu_mul_"), "paconvert", "cpu")
+    assert record["outcome"] == "raises"
+    assert record["details"]["exception"]["kind"] == "rejection"
+
+
+@needs_paconvert
+def test_the_reproducer_is_the_converted_program_with_the_harness_s_helpers_after_its_imports(tmp_path) -> None:
+    shown = subprocess.run([sys.executable, "-m", "conformance.cli", "show", "residual_skip_alias_sees_iadd",
+                            "--framework", "paconvert", "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    source = shown.stdout
+    assert "import torch" not in source and "import paddle" in source
+    assert source.index("import paddle") < source.index("def _values(t):")
+    assert re.search(r'^"""step 7: iadd \(line \d+\)"""$', source, re.MULTILINE)  # labels survive as strings
+    program = tmp_path / "reproducer.py"
+    program.write_text(source)
+    ran = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert "value(skip)" in ran.stdout
