@@ -268,10 +268,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     import os
 
     from conformance.records.results import ResultsError
-    from conformance.report.heatmap import write_heatmap
+    from conformance.report.heatmap import write_heatmap, write_overview
     from conformance.outputs import OutputError, check_writable, write_file
     from conformance.report.render import (case_attributions, default_results, load_sources, render_pages,
-                                           render_report)
+                                           render_report, topic_pages)
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
     if not paths:
@@ -298,7 +298,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         check_writable(output)
         if args.plot:
             check_writable(args.plot)
-            plot_note = write_heatmap(records, args.plot)
+            plot_note = write_overview(records, args.plot)
             if plot_note is None:
                 plot_link = Path(os.path.relpath(Path(args.plot).resolve(), output.parent.resolve())).as_posix()
         attributions = case_attributions(records)
@@ -308,12 +308,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             folder = output.parent / pages_folder(output)
             index, pages = render_pages(records, sources, index=output.name, pages=folder.name, plot=plot_link,
-                                        plot_note=plot_note, attributions=attributions, link_base=output.parent)
+                                        plot_note=plot_note, attributions=attributions, link_base=output.parent,
+                                        topic_plots=plot_link is not None)
             for name in pages:
                 check_writable(folder / name)
             write_file(output, index)
             for name, page in pages.items():
                 write_file(folder / name, page)
+            if plot_link is not None:  # each topic's cases against the eager columns, beside its page
+                for name, (topic, cases) in topic_pages(records).items():
+                    write_heatmap(records, folder / name.replace(".md", ".png"), cases=cases,
+                                  title=f"{topic or 'no topic'}: eager outcome per case and column")
             _remove_stale_pages(folder, set(pages))
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -344,6 +349,9 @@ def _remove_stale_pages(folder: Path, written: set[str]) -> None:
             continue
         if first == GENERATED:
             path.unlink()
+            picture = path.with_suffix(".png")  # its heatmap, drawn beside it
+            if picture.is_file() and not picture.is_symlink():
+                picture.unlink()
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -423,6 +431,77 @@ def cmd_mode_changes(args: argparse.Namespace) -> int:
     cells = sum(1 + len(differ) for _, differ in mode_changes(records))
     print(f"mode changes: {cells} cells in {args.output}")
     return 0
+
+
+def _results_paths(given: Sequence[str]) -> list[Path]:
+    """The results files named, else every committed one (not the last run's latest.jsonl)."""
+    from conformance.report.render import default_results
+
+    return [Path(p) for p in given] or [p for p in default_results(Path(DEFAULT_RESULTS).parent)
+                                        if p.name != Path(DEFAULT_RESULTS).name]
+
+
+def cmd_remedies(args: argparse.Namespace) -> int:
+    from conformance.case.load import load_cases
+    from conformance.records.results import ResultsError, load_records
+    from conformance.report.remedies import check_remedies
+
+    paths = _results_paths(args.results)
+    if not paths:
+        print(f"error: no results files in {Path(DEFAULT_RESULTS).parent}", file=sys.stderr)
+        return 2
+    try:
+        records = load_records(paths)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    cases, errors = load_cases(args.cases or ["cases"])
+    for error in errors:
+        print(f"error: {printable(error)}", file=sys.stderr)
+    checked = check_remedies(cases, records)
+    for problem in checked.problems:
+        print(printable(str(problem)))
+    hazards = checked.hazards.values()
+    written = [h for h in hazards if not h.case.source.startswith("found by fuzzing")]
+    print(f"{len(written)} hand-written hazard(s): {len(checked.remedied)} with a remedy verified on every column "
+          f"where they ran, {sum(1 for h in written if h.case.no_remedy)} with none (the reason given); "
+          f"{len(checked.problems)} problem(s)")
+    return 1 if checked.problems or errors else 0
+
+
+def cmd_porting(args: argparse.Namespace) -> int:
+    from conformance.case.load import load_cases
+    from conformance.outputs import OutputError, check_writable, write_file
+    from conformance.records.results import ResultsError, latest_by_cell, load_records
+    from conformance.report.modes import load_confirmations
+    from conformance.report.porting import render_porting, topic_titles
+    from conformance.report.remedies import check_remedies
+
+    paths = _results_paths(args.results)
+    try:
+        check_writable(args.output)
+        records = list(latest_by_cell(load_records(paths)).values())
+        confirmations = load_confirmations(args.confirmations)
+    except (ResultsError, OutputError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    folders = args.cases or ["cases"]
+    cases, errors = load_cases(folders)
+    for error in errors:
+        print(f"error: {printable(error)}", file=sys.stderr)
+    remedies = check_remedies(cases, records)
+    titles = {topic: title for folder in folders if Path(folder).is_dir()
+              for topic, title in topic_titles(folder).items()}
+    pages = Path(os.path.relpath(Path(args.report).parent / pages_folder(Path(args.report)),
+                                 Path(args.output).parent)).as_posix()
+    try:
+        write_file(args.output, render_porting(cases, records, remedies, confirmations, titles, pages=pages))
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"porting guide: {args.output} ({len(remedies.hazards)} hazards; "
+          f"{len(remedies.problems)} remedy problem(s): `conformance remedies` lists them)")
+    return 2 if errors else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -516,6 +595,25 @@ def build_parser() -> argparse.ArgumentParser:
                          help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
     changes.add_argument("--output", default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
     changes.set_defaults(func=cmd_mode_changes)
+
+    remedies = sub.add_parser("remedies", help="check that every hazard names a safe spelling verified on every "
+                                               "column where the hazard ran (exit 1 on a problem)")
+    remedies.add_argument("results", nargs="*",
+                          help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    remedies.add_argument("--cases", nargs="*", help="case files or folders [default: cases]")
+    remedies.set_defaults(func=cmd_remedies)
+
+    porting = sub.add_parser("porting", help="the porting guide: every hazard in both directions, with its cause, "
+                                             "its verified remedy and what PaConvert does to it")
+    porting.add_argument("results", nargs="*",
+                         help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    porting.add_argument("--cases", nargs="*", help="case folders [default: cases]")
+    porting.add_argument("--confirmations", default="reports/confirmations.jsonl",
+                         help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
+    porting.add_argument("--report", default="reports/COMPATIBILITY.md",
+                         help="the compatibility report whose topic pages the guide links to [%(default)s]")
+    porting.add_argument("--output", default="reports/PORTING.md", help="markdown page [%(default)s]")
+    porting.set_defaults(func=cmd_porting)
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)

@@ -1,10 +1,13 @@
 """Confirm cells by their reproducers: each one run in a fresh interpreter, as a bug report's reader would.
 
-    python tools/confirm_reproducers.py RESULTS.jsonl [...] [--modes | --since OLD.jsonl [...]] [--cases cases]
-                                        [--record reports/confirmations.jsonl]
+    python tools/confirm_reproducers.py RESULTS.jsonl [...] [--modes | --converted | --since OLD.jsonl [...]]
+                                        [--cases cases] [--record reports/confirmations.jsonl]
 
 Which cells: with ``--modes``, every cell whose outcome differs between eager and a compiled mode of the
-same build (both reproducers run); with ``--since``, every cell whose outcome (or correctness) differs
+same build (both reproducers run); with ``--converted``, every cell of a converter's column (PaConvert's)
+whose converted program does not keep the meaning of the torch program it converted (give the torch
+results beside the converter's; ``report/porting.py`` says how it is compared); with ``--since``, every
+cell whose outcome (or correctness) differs
 from the same cell (case, framework, device, mode) in the OLD results, of the same version (a rerun) or of
 another (an upgrade: OLD holds one version of each framework); otherwise every cell given.
 
@@ -37,6 +40,7 @@ from conformance.records.bounds import is_summary
 from conformance.records.record import Record
 from conformance.records.results import latest_by_cell, load_records
 from conformance.report.modes import confirmation_line, mode_changes
+from conformance.report.porting import conversions
 from conformance.workers.pool import Worker
 
 #: Runs a reproducer as a script (``__main__``, from its file) and appends, on stderr, what it printed as
@@ -154,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+")
     parser.add_argument("--modes", action="store_true", help="only cells whose outcome depends on the mode")
+    parser.add_argument("--converted", action="store_true",
+                        help="only a converter's cells whose conversion changed or broke the torch program")
     parser.add_argument("--since", nargs="+", metavar="OLD", help="only cells whose outcome differs from these")
     parser.add_argument("--cases", default="cases", help="where the case files are [cases]")
     parser.add_argument("--record", help="append each cell's confirmation to this file")
@@ -161,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     records = list(latest_by_cell(load_records(args.results)).values())
     if args.since:
         pairs = _changes_since(list(latest_by_cell(load_records(args.since)).values()), records)
+    elif args.converted:
+        pairs = [(c.torch, c.converted) for c in conversions(records).values() if c.verdict != "keeps"]
     else:
         chosen = [cell for eager, differ in mode_changes(records) for cell in (eager, *differ)] if args.modes \
             else records

@@ -25,7 +25,7 @@ from conformance.records.results import latest_by_cell, load_records
 from conformance.report.markdown import code, table, text
 
 __all__ = ["Source", "VersionRange", "version_ranges", "load_sources", "default_results", "render_report",
-           "render_pages", "page_name", "case_attributions", "GENERATED"]
+           "render_pages", "page_name", "topic_pages", "case_attributions", "anchor", "GENERATED"]
 
 #: The first line of every page the report writes: what marks a page as the report's own (a page of a
 #: topic that is gone is removed by the next report; nothing else in its folder is touched).
@@ -218,7 +218,7 @@ def _matrix_table(matrix: _Matrix, columns: Sequence[Column] | None = None, head
     """A row per case (of *cases*, else all), a column per column; *link* gives a case's href."""
     columns = [c for c in matrix.columns if c.mode == EAGER] if columns is None else list(columns)
     cases = matrix.cases if cases is None else cases
-    link = link or (lambda case: f"#{_anchor(case)}")
+    link = link or (lambda case: f"#{anchor(case)}")
     rows: list[list[str]] = []
     topic = None
     for case in cases:
@@ -277,7 +277,7 @@ def _compiled_table(matrix: _Matrix, cases: Sequence[str] | None = None) -> list
         "the eager column of the same build; a case in bold has an outcome that depends on the mode."), cases=cases)
 
 
-def _anchor(case: str) -> str:
+def anchor(case: str) -> str:
     """The id GitHub gives the heading ``### `case` `` (lower case, punctuation dropped)."""
     return re.sub(r"[^\w\- ]", "", case.lower()).replace(" ", "-")
 
@@ -402,29 +402,30 @@ def page_name(topic: str, taken: set[str]) -> str:
 def render_pages(records: Iterable[Record], sources: Sequence[Source], *, index: str, pages: str,
                  plot: str | None = None, plot_note: str | None = None,
                  attributions: Mapping[str, str] | None = None,
-                 link_base: Path | None = None) -> tuple[str, dict[str, str]]:
+                 link_base: Path | None = None, topic_plots: bool = False) -> tuple[str, dict[str, str]]:
     """The index page (the file *index*) and the topic pages (file name -> markdown) that go in the folder
-    *pages* beside it; *link_base* is the index's directory."""
+    *pages* beside it; *link_base* is the index's directory; *topic_plots*: each page shows its heatmap, a
+    PNG beside it named after it (:func:`topic_pages`)."""
     matrix = _Matrix(records)
     attributions = attributions or {}
-    by_topic: dict[str, list[str]] = {}
-    for case in matrix.cases:
-        by_topic.setdefault(matrix.topic[case], []).append(case)
-    taken: set[str] = set()
-    names = {topic: page_name(topic or "no topic", taken) for topic in by_topic}
-    href = {case: f"./{urllib.parse.quote(pages)}/{names[matrix.topic[case]]}#{_anchor(case)}"
+    by_topic = _by_topic(matrix)
+    names = {topic: name for name, (topic, _) in topic_pages(matrix.cells.values()).items()}
+    href = {case: f"./{urllib.parse.quote(pages)}/{names[matrix.topic[case]]}#{anchor(case)}"
             for case in matrix.cases}
     folder = None if link_base is None else link_base / pages
-    topic_pages = {}
+    written = {}
     for topic, cases in by_topic.items():
         shown = text(topic or "no topic")
         lines = [GENERATED, "", f"# Compatibility report: {shown}", "",
                  f"[The index](./../{urllib.parse.quote(index)}) has every case's eager outcomes; this "
                  f"page has the {len(cases)} case(s) of topic {code(topic or 'no topic')}: compiled modes, "
                  "behaviour by version, and the evidence of each cell.", ""]
+        if topic_plots:
+            picture = names[topic].removesuffix(".md") + ".png"
+            lines += [f"![eager outcomes of the topic's cases by column](./{urllib.parse.quote(picture)})", ""]
         lines += _compiled_table(matrix, cases) + _by_version(matrix, cases)
         lines += _details(matrix, attributions, folder, cases)
-        topic_pages[names[topic]] = "\n".join(lines).rstrip("\n") + "\n"
+        written[names[topic]] = "\n".join(lines).rstrip("\n") + "\n"
     front = [GENERATED, ""] + _header(sources, plot, plot_note)
     rows = [[f"[{text(topic or 'no topic')}](./{urllib.parse.quote(pages)}/{names[topic]})", str(len(cases)),
              ", ".join(f"{n} {o}" for o, n in _outcome_counts(matrix, cases).items())]
@@ -432,7 +433,20 @@ def render_pages(records: Iterable[Record], sources: Sequence[Source], *, index:
     front += ["## Pages", "", "One page per topic: its compiled modes, behaviour by version and evidence.", ""]
     front += table(["topic", "cases", "cells by outcome"], rows) + [""]
     front += _matrix_table(matrix, link=href.__getitem__)
-    return "\n".join(front).rstrip("\n") + "\n", topic_pages
+    return "\n".join(front).rstrip("\n") + "\n", written
+
+
+def _by_topic(matrix: _Matrix) -> dict[str, list[str]]:
+    by_topic: dict[str, list[str]] = {}
+    for case in matrix.cases:
+        by_topic.setdefault(matrix.topic[case], []).append(case)
+    return by_topic
+
+
+def topic_pages(records: Iterable[Record]) -> dict[str, tuple[str, list[str]]]:
+    """The topic pages of a report of *records*: file name -> (topic, its cases)."""
+    taken: set[str] = set()
+    return {page_name(topic or "no topic", taken): (topic, cases) for topic, cases in _by_topic(_Matrix(records)).items()}
 
 
 def _outcome_counts(matrix: _Matrix, cases: Sequence[str]) -> dict[str, int]:

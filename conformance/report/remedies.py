@@ -1,0 +1,169 @@
+"""Every hazard and its safe spelling, checked against the results: the data behind the porting guide.
+
+A case is a **hazard** where some eager cell of it, on a framework's own column, raises, is wrong
+(silently or beside a warning), crashes or hangs.  A hand-written hazard names the cases that are its
+safe spelling (``remedy: [ids]``) or says why there is none (``no_remedy:``), and says in one line why it
+goes wrong (``cause:``); cases the fuzzer wrote are hazards by construction and need neither.
+
+A remedy is **verified** on a column (a framework version and device) when it is silent-correct there, or
+shares or copies memory (``aliases``/``copies``) with right values.  A remedy must be safe wherever it
+ran: it is itself a hazard if any eager cell of it raises, is wrong, warns, crashes or hangs, and a
+remedy whose memory behaviour differs between columns (``aliases`` on one, ``copies`` on another) is a
+porting hazard of its own.  Each column where the hazard ran (any outcome but ``unsupported`` and
+``skipped``) needs a remedy verified on it.
+
+Scope: eager cells of the frameworks' own columns.  A converter's column (PaConvert's, where
+``Adapter.converter`` is set) is what a tool does to a program, reported beside the hazards by the guide
+(``report/porting.py``), not a framework a remedy is written for; compiled modes are the mode report's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from conformance.case.load import Case
+from conformance.records.record import EAGER, Column, Record
+
+__all__ = ["HAZARDS", "SAFE", "Hazard", "Problem", "Remedies", "check_remedies", "converter_frameworks", "is_hazard"]
+
+#: Outcomes that make a cell a hazard (``warns`` counts when its result is wrong).
+HAZARDS = frozenset({"raises", "silent-wrong", "crash", "timeout"})
+#: Outcomes a remedy may have: right values, whether memory is shared or copied.
+SAFE = frozenset({"silent-correct", "aliases", "copies"})
+#: Outcomes of a cell that did not run the program.
+NOT_RUN = frozenset({"unsupported", "skipped"})
+MEMORY = frozenset({"aliases", "copies"})
+
+
+def is_hazard(record: Record) -> bool:
+    """Whether the cell raises, is wrong, crashes or hangs."""
+    return record.outcome in HAZARDS or record.wrong
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the check found, at a case file's line."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class Hazard:
+    """A hazard case, its hazardous cells, and which remedy is verified on each column where it ran."""
+
+    case: Case
+    hazardous: list[Record]
+    ran: list[Column]
+    verified: dict[Column, str] = field(default_factory=dict)  # column -> the remedy verified there
+
+    @property
+    def unverified(self) -> list[Column]:
+        return [c for c in self.ran if c not in self.verified]
+
+
+@dataclass
+class Remedies:
+    """The outcome of the check: every hazard, and every problem found."""
+
+    hazards: dict[str, Hazard]
+    problems: list[Problem]
+
+    @property
+    def remedied(self) -> list[Hazard]:
+        """Hazards whose remedies are verified on every column where they ran."""
+        return [h for h in self.hazards.values() if h.case.remedy and not h.unverified]
+
+
+def converter_frameworks() -> frozenset[str]:
+    """The columns that are a converter's (``Adapter.converter``), found without importing a framework."""
+    from conformance.adapter import adapter_classes
+
+    return frozenset(name for name, cls in adapter_classes().items() if getattr(cls, "converter", None))
+
+
+def _eager_cells(records: Iterable[Record], converters: frozenset[str]) -> dict[str, dict[Column, Record]]:
+    """case -> column -> record, for the frameworks' own eager columns (a later record wins a cell)."""
+    cells: dict[str, dict[Column, Record]] = {}
+    for record in records:
+        if record.mode == EAGER and record.framework not in converters and record.outcome != "skipped":
+            cells.setdefault(record.case, {})[record.column] = record
+    return cells
+
+
+def check_remedies(cases: Sequence[Case], records: Iterable[Record], *, generated: str = "found by fuzzing",
+                   converters: frozenset[str] | None = None) -> Remedies:
+    """Check every case of *cases* against *records*.  *generated*: how the ``source:`` of a case the fuzzer
+    wrote begins (such cases need no remedy); *converters*: frameworks whose columns are a converter's."""
+    converters = converter_frameworks() if converters is None else converters
+    cells = _eager_cells(records, converters)
+    by_id = {case.id: case for case in cases}
+    problems: list[Problem] = []
+    hazards: dict[str, Hazard] = {}
+
+    def problem(case: Case, key: tuple, message: str) -> None:
+        problems.append(Problem(case.path, _line(case, key), message))
+
+    for case in cases:
+        mine = cells.get(case.id, {})
+        hazardous = [r for r in mine.values() if is_hazard(r)]
+        for i, remedy in enumerate(case.remedy):
+            if remedy not in by_id:
+                problem(case, ("remedy", i), f"remedy {remedy!r} is not a case of this catalogue")
+        if not hazardous:
+            continue
+        ran = sorted(c for c, r in mine.items() if r.outcome not in NOT_RUN)
+        hazard = hazards[case.id] = Hazard(case, sorted(hazardous, key=lambda r: r.column), ran)
+        if case.source.startswith(generated):
+            continue
+        if not case.cause:
+            problem(case, ("id",), "a hazard says why it goes wrong: add a one-line 'cause:'")
+        if not case.remedy and not case.no_remedy:
+            problem(case, ("id",), f"a hazard ({_where(hazardous)}) names its safe spelling ('remedy: [case ids]') "
+                                   "or says why there is none ('no_remedy:')")
+            continue
+        for i, remedy in enumerate(case.remedy):
+            if remedy in by_id:
+                problems += _remedy_problems(case, i, by_id[remedy], cells.get(remedy, {}), hazard)
+        if case.remedy and hazard.unverified:
+            problem(case, ("remedy",), "no remedy is verified on " + ", ".join(c.label for c in hazard.unverified)
+                    + ", where the hazard ran")
+    return Remedies(hazards, problems)
+
+
+def _remedy_problems(case: Case, index: int, remedy: Case, cells: Mapping[Column, Record],
+                     hazard: Hazard) -> list[Problem]:
+    """What is wrong with one remedy of *case*; marks the columns it verifies on *hazard*."""
+    line = _line(case, ("remedy", index))
+    if not cells:
+        return [Problem(case.path, line, f"remedy {remedy.id!r} has no results: run it on every column")]
+    unsafe = [r for r in cells.values() if r.outcome not in SAFE | NOT_RUN]
+    if unsafe:
+        return [Problem(case.path, line, f"remedy {remedy.id!r} is itself a hazard: {_where(unsafe)}")]
+    memory = {r.outcome for r in cells.values() if r.outcome in MEMORY}
+    if len(memory) > 1:
+        by = {o: [r for r in cells.values() if r.outcome == o] for o in sorted(memory)}
+        return [Problem(case.path, line, f"remedy {remedy.id!r} shares memory on some columns and copies on others "
+                                         f"({'; '.join(_where(rs) for rs in by.values())}): a hazard of its own")]
+    for column, record in cells.items():
+        if record.outcome in SAFE and column in hazard.ran:
+            hazard.verified.setdefault(column, remedy.id)
+    return []
+
+
+def _where(records: Iterable[Record]) -> str:
+    """``raises on torch 2.13.0 cpu, paddle 3.3.1 cpu``, outcomes grouped."""
+    by: dict[str, list[str]] = {}
+    for record in sorted(records, key=lambda r: r.column):
+        by.setdefault(record.outcome_label, []).append(record.column.label)
+    return "; ".join(f"{outcome} on {', '.join(labels)}" for outcome, labels in by.items())
+
+
+def _line(case: Case, key: tuple) -> int:
+    lines = getattr(case, "lines", None)
+    return lines.of(key, case.line) if lines and hasattr(lines, "of") else case.line

@@ -1,0 +1,134 @@
+"""The porting guide (conformance/report/porting.py), built from cases and records written here: each hazard
+in both directions with its cause, its verified remedy, what PaConvert did and how to reproduce it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conformance.case.load import load_cases
+from conformance.cli import main
+from conformance.records.record import Record
+from conformance.report.modes import confirmation_key
+from conformance.report.porting import render_porting, topic_titles
+from conformance.report.remedies import check_remedies
+
+CASES = {
+    "augmented/skip_alias.yaml": """\
+id: skip_alias
+title: "skip = h; h += b"
+cause: "paddle's Tensor has no `__iadd__`: `h += b` binds a new tensor <b>so</b> skip keeps the old value"
+remedy: [skip_clone]
+steps:
+  - {op: tensor, out: h, value: [1.0]}
+  - {op: assign, args: [h], out: skip}
+  - {observe: value, of: skip}
+""",
+    "augmented/skip_clone.yaml": """\
+id: skip_clone
+title: "skip = h.clone(); h += b"
+steps:
+  - {op: tensor, out: h, value: [1.0]}
+  - {op: clone, args: [h], out: skip}
+  - {observe: value, of: skip}
+""",
+    "leaf/leaf_sin.yaml": """\
+id: leaf_sin
+title: "x.sin_() on a leaf"
+cause: "an in-place op on a leaf that requires grad is refused by both"
+no_remedy: "the leaf itself must change: compute sin(x) into a new tensor"
+steps:
+  - {op: tensor, out: x, value: [1.0], requires_grad: true}
+  - {op: sin_, args: [x]}
+  - {observe: value, of: x}
+""",
+}
+TORCH = ("2.13.0+cpu", "2.15.0")
+PADDLE = ("2.6.2", "3.0.0", "3.3.1")
+
+
+def _records() -> list[Record]:
+    def cells(case: str, framework: str, versions, outcome: str, **details) -> list[Record]:
+        return [Record(case=case, framework=framework, framework_version=v, device="cpu", outcome=outcome,
+                       topic=case.split("_")[0] if case.startswith("leaf") else "augmented", details=details)
+                for v in versions]
+    records = cells("skip_alias", "torch", TORCH, "silent-correct") + cells("skip_alias", "paddle", PADDLE[:2],
+                                                                            "silent-wrong")
+    records += cells("skip_alias", "paddle", PADDLE[2:], "silent-correct")
+    records += cells("skip_clone", "torch", TORCH, "silent-correct") + cells("skip_clone", "paddle", PADDLE,
+                                                                             "silent-correct")
+    raised = {"exception": {"type": "RuntimeError", "message": "leaf", "kind": "autograd"}}
+    records += cells("leaf_sin", "torch", TORCH, "raises", **raised) + cells("leaf_sin", "paddle", PADDLE, "raises",
+                                                                             **raised)
+    records.append(Record(case="skip_alias", framework="paconvert", framework_version="3.3.1+paddle3.3.1",
+                          device="cpu", outcome="silent-wrong", topic="augmented",
+                          details={"conversion": {"not_converted": 0, "rate": 1.0, "marked_lines": 0}},
+                          run_info={"source_version": "2.13.0+cpu"}))
+    return records
+
+
+def _page(tmp_path: Path, confirmations=None) -> str:
+    for name, text in CASES.items():
+        path = tmp_path / "cases" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "cases" / "augmented" / "README.md").write_text("# augmented: augmented assignment\n\n`+=` and "
+                                                                 "friends.\n")
+    cases, errors = load_cases([tmp_path / "cases"])
+    assert not errors
+    records = _records()
+    remedies = check_remedies(cases, records, converters=frozenset({"paconvert"}))
+    assert not remedies.problems, remedies.problems
+    return render_porting(cases, records, remedies, confirmations or {}, topic_titles(tmp_path / "cases"),
+                          converters=frozenset({"paconvert"}))
+
+
+def test_each_hazard_is_found_by_its_code_and_given_in_both_directions(tmp_path: Path) -> None:
+    page = _page(tmp_path)
+    assert "| [skip = h; h += b](#t2p-skip-alias) | `augmented` | ✅ | ❌ ✅ | changes | `skip_clone` |" in page
+    assert '<a name="t2p-skip-alias"></a>' in page and "*silently wrong on paddle*" in page
+    assert "- paddle: ❌ silent-wrong in 2.6.2–3.0.0, ✅ silent-correct since 3.3.1" in page
+    assert "- torch: ✅ silent-correct (every version)" in page
+    paddle_to_torch = page[page.index("## paddle → torch"):page.index("## The same on both")]
+    assert "(`skip_alias`): *torch computes it right where paddle is wrong*" in paddle_to_torch
+    assert "[Full entry](#t2p-skip-alias)" in paddle_to_torch
+    assert "### augmented: augmented assignment" in page and "`+=` and friends." in page
+
+
+def test_the_cause_is_prose_with_code_and_no_markup(tmp_path: Path) -> None:
+    page = _page(tmp_path)
+    assert ("Why: paddle's Tensor has no `__iadd__`: `h += b` binds a new tensor \\<b\\>so\\</b\\> skip keeps the "
+            "old value") in page
+
+
+def test_the_remedy_names_where_it_is_verified_and_a_reason_stands_in_for_none(tmp_path: Path) -> None:
+    page = _page(tmp_path)
+    assert ("- Write instead: [`skip_clone`](./compatibility/augmented.md#skip_clone) skip = h.clone\\(\\); h += b "
+            "— verified on torch (every version); paddle (every version)") in page.replace("skip = h.clone(); h",
+                                                                                         "skip = h.clone\\(\\); h")
+    same = page[page.index("## The same on both"):]
+    assert "(`leaf_sin`): *the same on both*" in same
+    assert "- No safe spelling: the leaf itself must change: compute sin\\(x\\) into a new tensor" in same.replace(
+        "sin(x)", "sin\\(x\\)")
+
+
+def test_what_paconvert_did_and_whether_it_was_confirmed(tmp_path: Path) -> None:
+    page = _page(tmp_path)
+    assert ("- PaConvert: changes the meaning — ❌ silent-wrong on paddle 3.3.1; told you: no (100% converted); "
+            "**not confirmed**") in page
+    assert "It **keeps** the meaning of 0, **changes** 1 (1 of them silently" in page
+    converted = next(r for r in _records() if r.framework == "paconvert")
+    confirmed = _page(tmp_path, {confirmation_key(converted): (True, "ran to the end; 1 of 1 values as recorded")})
+    assert "told you: no (100% converted); confirmed in a fresh interpreter" in confirmed
+
+
+def test_cli_porting_writes_the_page_and_refuses_an_unwritable_one(tmp_path: Path, capsys) -> None:
+    _page(tmp_path)
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in _records()))
+    output = tmp_path / "reports" / "PORTING.md"
+    assert main(["porting", str(results), "--cases", str(tmp_path / "cases"), "--output", str(output),
+                 "--report", str(tmp_path / "reports" / "COMPATIBILITY.md")]) == 0
+    assert "[`skip_clone`](./compatibility/augmented.md#skip_clone)" in output.read_text()
+    assert main(["porting", str(results), "--cases", str(tmp_path / "cases"), "--output", "/proc/nope/P.md"]) == 2
+    assert "error:" in capsys.readouterr().err
