@@ -1,4 +1,5 @@
-"""The ``conformance`` command: run, validate, list, show (and report, diff).
+"""The ``conformance`` command: run, validate, list, show (and report, diff, upgrades, mode-changes, remedies,
+porting, fuzz).
 
 `conformance run` is pytest with the plugin asked for (`--conformance`): its exit status is
 pytest's, except for the statuses of its own below, so the command and a plain pytest run always
@@ -270,8 +271,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from conformance.records.results import ResultsError
     from conformance.report.heatmap import write_heatmap, write_overview
     from conformance.outputs import OutputError, check_writable, write_file
-    from conformance.report.render import (case_attributions, default_results, load_sources, render_pages,
-                                           render_report, topic_pages)
+    from conformance.report.render import (case_attributions, default_results, load_sources, plot_name,
+                                           render_pages, render_report, topic_pages)
 
     paths = [Path(p) for p in args.results] or default_results(Path(DEFAULT_RESULTS).parent)
     if not paths:
@@ -307,18 +308,20 @@ def cmd_report(args: argparse.Namespace) -> int:
                                              attributions=attributions, link_base=output.parent))
         else:
             folder = output.parent / pages_folder(output)
+            drawn = set()
+            if plot_link is not None:  # each topic's cases against the eager columns, beside its page
+                for name, (topic, cases) in topic_pages(records).items():
+                    if write_heatmap(records, folder / plot_name(name), cases=cases,
+                                     title=f"{topic or 'no topic'}: eager outcome per case and column") is None:
+                        drawn.add(name)
             index, pages = render_pages(records, sources, index=output.name, pages=folder.name, plot=plot_link,
                                         plot_note=plot_note, attributions=attributions, link_base=output.parent,
-                                        topic_plots=plot_link is not None)
+                                        topic_plots=drawn)
             for name in pages:
                 check_writable(folder / name)
             write_file(output, index)
             for name, page in pages.items():
                 write_file(folder / name, page)
-            if plot_link is not None:  # each topic's cases against the eager columns, beside its page
-                for name, (topic, cases) in topic_pages(records).items():
-                    write_heatmap(records, folder / name.replace(".md", ".png"), cases=cases,
-                                  title=f"{topic or 'no topic'}: eager outcome per case and column")
             _remove_stale_pages(folder, set(pages))
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -349,7 +352,9 @@ def _remove_stale_pages(folder: Path, written: set[str]) -> None:
             continue
         if first == GENERATED:
             path.unlink()
-            picture = path.with_suffix(".png")  # its heatmap, drawn beside it
+            from conformance.report.render import plot_name
+
+            picture = path.parent / plot_name(path.name)  # its heatmap, drawn beside it
             if picture.is_file() and not picture.is_symlink():
                 picture.unlink()
 
@@ -462,7 +467,7 @@ def cmd_remedies(args: argparse.Namespace) -> int:
     for problem in checked.problems:
         print(printable(str(problem)))
     hazards = checked.hazards.values()
-    written = [h for h in hazards if not h.case.source.startswith("found by fuzzing")]
+    written = [h for h in hazards if not h.case.generated]
     print(f"{len(written)} hand-written hazard(s): {len(checked.remedied)} with a remedy verified on every column "
           f"where they ran, {sum(1 for h in written if h.case.no_remedy)} with none (the reason given); "
           f"{len(checked.problems)} problem(s)")

@@ -117,3 +117,14 @@ def test_every_cpu_column_has_its_baseline() -> None:
             if not (BASELINES / name).is_file():
                 missing.append(name)
     assert not missing, f"no baseline for: {sorted(missing)}"
+
+
+def test_every_hand_written_hazard_has_a_remedy_verified_on_the_committed_columns() -> None:
+    """What `conformance remedies` checks in CI, on the committed catalogue and results."""
+    from conformance.report.remedies import check_remedies
+
+    cases, _ = load_cases([ROOT / "cases"])
+    records = load_records(sorted(p for p in RESULTS.glob("*.jsonl") if p.name != "latest.jsonl"))
+    checked = check_remedies(cases, records)
+    assert not checked.problems, "\n".join(map(str, checked.problems[:40]))
+    assert len(checked.remedied) >= 80

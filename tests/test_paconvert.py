@@ -18,7 +18,7 @@ import pytest
 from conformance.case.load import load_cases
 from conformance.engine import Engine
 from conformance.records.record import Record
-from conformance.report.porting import conversions
+from conformance.report.conversions import conversions
 
 from .conftest import CONVERTERS, ROOT
 
@@ -49,7 +49,8 @@ def test_the_conversion_report_keeps_what_paconvert_said_of_each_line() -> None:
 
 def _cell(case: str, framework: str, version: str, outcome: str, **details) -> Record:
     return Record(case=case, framework=framework, framework_version=version, device="cpu", outcome=outcome,
-                  details=details, run_info={"source_version": "2.13.0+cpu"} if framework == "paconvert" else {})
+                  details=details, run_info={"converter": "PaConvert", "source_version": "2.13.0+cpu"}
+                  if framework == "paconvert" else {})
 
 
 @pytest.mark.parametrize("torch_outcome, converted, exception, verdict, silent", [
@@ -61,7 +62,9 @@ def _cell(case: str, framework: str, version: str, outcome: str, **details) -> R
     ("silent-correct", "silent-wrong", None, "changes", True),
     ("raises", "silent-wrong", None, "changes", True),
     ("aliases", "copies", None, "changes", True),
-    ("silent-correct", "raises", {"type": "RuntimeError", "message": "", "kind": "autograd"}, "changes", False),
+    ("silent-correct", "raises", {"type": "RuntimeError", "message": "", "kind": "autograd"}, "breaks", False),
+    ("raises", "silent-correct", None, "changes", False),  # computes what torch refused: not unnoticed harm
+    ("silent-wrong", "silent-wrong", None, "keeps", False),
 ])
 def test_a_conversion_keeps_changes_or_breaks_the_meaning(torch_outcome, converted, exception, verdict,
                                                           silent) -> None:
@@ -71,7 +74,7 @@ def test_a_conversion_keeps_changes_or_breaks_the_meaning(torch_outcome, convert
                                                                  if torch_outcome == "raises" else {})),
                _cell("c", "paconvert", "3.3.1+paddle3.3.1", converted,
                      conversion={"not_converted": 0, "rate": 1.0}, **details)]
-    found = conversions(records, converters=frozenset({"paconvert"}))["c"]
+    found = conversions(records)["c"]
     assert (found.verdict, found.silent, found.told) == (verdict, silent, False)
 
 
@@ -79,22 +82,29 @@ def test_paconvert_told_its_user_when_it_marked_something() -> None:
     records = [_cell("c", "torch", "2.13.0+cpu", "silent-correct"),
                _cell("c", "paconvert", "3.3.1+paddle3.3.1", "raises", conversion={"not_converted": 1},
                      exception={"type": "SyntaxError", "message": "", "kind": "other"})]
-    assert conversions(records, converters=frozenset({"paconvert"}))["c"].told
+    assert conversions(records)["c"].told
 
 
-def test_a_name_the_converted_program_lacks_is_the_converter_s_doing_not_the_harness_s() -> None:
+@pytest.mark.parametrize("converter, bound, status", [
+    ("PaConvert", True, "raised"),  # the harness's program bound the name: the converter lost it
+    ("PaConvert", False, "error"),  # the harness's program never bound it: the harness's own slip
+    (None, True, "error"),  # a program the harness runs as it wrote it: a fault of the adapter
+])
+def test_a_name_the_running_program_lacks_is_the_converter_s_doing_only_if_the_harness_bound_it(
+        converter, bound, status) -> None:
+    from conformance.program.translate import Program
     from conformance.workers.worker import _Run, _raised
 
     filename = "/tmp/converted_program.py"
     try:
-        exec(compile("torch_leftover.sin()", filename, "exec"), {})
+        exec(compile("y = x.sin()", filename, "exec"), {})
     except NameError as exc:
         raised = exc
-    adapter = types.SimpleNamespace(name="paconvert", version="3.3.1", autograd_messages=(), converter="PaConvert")
-    reply = _raised(adapter, _Run(adapter), raised, filename)
-    assert reply["status"] == "raised" and reply["exception"]["type"] == "NameError"
-    adapter.converter = None  # the harness's own program: a fault of the adapter
-    assert _raised(adapter, _Run(adapter), raised, filename)["status"] == "error"
+    original = Program(("import torch",), (), ("x = torch.ones(1)" if bound else "z = 1", "y = x.sin()"))
+    converted = Program(("import paddle",), (), ("y = x.sin()",), original=original)
+    adapter = types.SimpleNamespace(name="paconvert", version="3.3.1", autograd_messages=(), converter=converter)
+    reply = _raised(adapter, _Run(adapter), raised, filename, converted)
+    assert reply["status"] == status, reply
 
 
 def test_a_converter_failure_is_a_conversion_phase_raise() -> None:

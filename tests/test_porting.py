@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conformance.case.load import load_cases
 from conformance.cli import main
 from conformance.records.record import Record
 from conformance.report.modes import confirmation_key
-from conformance.report.porting import render_porting, topic_titles
+from conformance.report.porting import headline, render_porting, topic_titles
 from conformance.report.remedies import check_remedies
 
 CASES = {
@@ -63,7 +65,8 @@ def _records() -> list[Record]:
     records.append(Record(case="skip_alias", framework="paconvert", framework_version="3.3.1+paddle3.3.1",
                           device="cpu", outcome="silent-wrong", topic="augmented",
                           details={"conversion": {"not_converted": 0, "rate": 1.0, "marked_lines": 0}},
-                          run_info={"source_version": "2.13.0+cpu"}))
+                          run_info={"converter": "PaConvert", "source_version": "2.13.0+cpu",
+                                    "runs_on": "paddle 3.3.1"}))
     return records
 
 
@@ -77,20 +80,23 @@ def _page(tmp_path: Path, confirmations=None) -> str:
     cases, errors = load_cases([tmp_path / "cases"])
     assert not errors
     records = _records()
-    remedies = check_remedies(cases, records, converters=frozenset({"paconvert"}))
+    remedies = check_remedies(cases, records)
     assert not remedies.problems, remedies.problems
-    return render_porting(cases, records, remedies, confirmations or {}, topic_titles(tmp_path / "cases"),
-                          converters=frozenset({"paconvert"}))
+    return render_porting(cases, records, remedies, confirmations or {}, topic_titles(tmp_path / "cases"))
 
 
 def test_each_hazard_is_found_by_its_code_and_given_in_both_directions(tmp_path: Path) -> None:
     page = _page(tmp_path)
     assert "| [skip = h; h += b](#t2p-skip-alias) | `augmented` | ✅ | ❌ ✅ | changes | `skip_clone` |" in page
-    assert '<a name="t2p-skip-alias"></a>' in page and "*silently wrong on paddle*" in page
+    assert '<a name="t2p-skip-alias"></a>' in page
+    assert ("*silently wrong on paddle in paddle 2.6.2–3.0.0; the newest paddle does as torch*" in page)
     assert "- paddle: ❌ silent-wrong in 2.6.2–3.0.0, ✅ silent-correct since 3.3.1" in page
     assert "- torch: ✅ silent-correct (every version)" in page
     paddle_to_torch = page[page.index("## paddle → torch"):page.index("## The same on both")]
-    assert "(`skip_alias`): *torch computes it right where paddle is wrong*" in paddle_to_torch
+    # on the newest versions both compute it right: the guide says which older paddle was wrong
+    assert "(`skip_alias`): *torch computes it right where paddle is wrong in torch " not in paddle_to_torch
+    assert "(`skip_alias`): *torch: silent-correct; torch: silent-correct" not in paddle_to_torch
+    assert "(`skip_alias`): *" in paddle_to_torch
     assert "[Full entry](#t2p-skip-alias)" in paddle_to_torch
     assert "### augmented: augmented assignment" in page and "`+=` and friends." in page
 
@@ -114,9 +120,9 @@ def test_the_remedy_names_where_it_is_verified_and_a_reason_stands_in_for_none(t
 
 def test_what_paconvert_did_and_whether_it_was_confirmed(tmp_path: Path) -> None:
     page = _page(tmp_path)
-    assert ("- PaConvert: changes the meaning — ❌ silent-wrong on paddle 3.3.1; told you: no (100% converted); "
-            "**not confirmed**") in page
-    assert "It **keeps** the meaning of 0, **changes** 1 (1 of them silently" in page
+    assert ("- PaConvert: changes the meaning (silently) — ❌ silent-wrong on paddle 3.3.1; told you: no (100% "
+            "converted); **not confirmed**") in page
+    assert "**breaks** 0 (the converted program raises" in page and "**changes** 1: 1 of them silently" in page
     converted = next(r for r in _records() if r.framework == "paconvert")
     confirmed = _page(tmp_path, {confirmation_key(converted): (True, "ran to the end; 1 of 1 values as recorded")})
     assert "told you: no (100% converted); confirmed in a fresh interpreter" in confirmed
@@ -132,3 +138,21 @@ def test_cli_porting_writes_the_page_and_refuses_an_unwritable_one(tmp_path: Pat
     assert "[`skip_clone`](./compatibility/augmented.md#skip_clone)" in output.read_text()
     assert main(["porting", str(results), "--cases", str(tmp_path / "cases"), "--output", "/proc/nope/P.md"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("before, after, said", [
+    ("silent-correct", "silent-wrong", "silently wrong on paddle"),
+    ("raises", "silent-wrong", "torch refuses it; paddle computes a wrong result without a word"),
+    ("silent-correct", "warns (wrong result)", "wrong on paddle (with a warning that does not say so)"),
+    ("silent-wrong", "silent-wrong", "wrong on both"),
+    ("silent-wrong", "silent-correct", "paddle computes it right where torch is wrong"),
+    ("raises", "silent-correct", "paddle runs what torch refuses"),
+    ("silent-correct", "raises", "paddle refuses what torch computes"),
+    ("unsupported", "raises", "torch has no such API; paddle: raises"),
+    ("raises", "unsupported", "paddle has no such API"),
+    ("raises", "crash", "paddle crashes"),
+    ("aliases", "copies", "memory copied on paddle, shared on torch"),
+    ("error", "raises", "torch: error; paddle: raises"),  # never a claim the outcomes do not make
+])
+def test_a_headline_states_only_what_the_outcomes_say(before: str, after: str, said: str) -> None:
+    assert headline("torch", "paddle", before, after) == said

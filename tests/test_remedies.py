@@ -66,22 +66,21 @@ def messages(checked) -> list[str]:
 
 def test_a_remedy_clean_on_every_column_verifies_the_hazard(catalogue) -> None:
     records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct")
-    checked = check_remedies(catalogue(), records, converters=frozenset())
+    checked = check_remedies(catalogue(), records)
     assert not checked.problems
     [hazard] = checked.hazards.values()
     assert set(hazard.verified.values()) == {"fix"} and not hazard.unverified
 
 
 def test_a_case_that_never_raises_or_goes_wrong_is_no_hazard(catalogue) -> None:
-    checked = check_remedies(catalogue("remedy: [fix]"), everywhere("hazard", "silent-correct"),
-                             converters=frozenset())
+    checked = check_remedies(catalogue("remedy: [fix]"), everywhere("hazard", "silent-correct"))
     assert checked.hazards == {} and not checked.problems
 
 
 @pytest.mark.parametrize("outcome", ["raises", "silent-wrong", "crash", "timeout", "warns"])
 def test_any_dangerous_cell_makes_a_hazard_that_needs_a_remedy(catalogue, outcome: str) -> None:
     records = cells("hazard", {("torch", "2.13.0"): "silent-correct", ("paddle", "3.3.1"): outcome})
-    checked = check_remedies(catalogue(""), records, converters=frozenset())
+    checked = check_remedies(catalogue(""), records)
     assert "hazard" in checked.hazards
     assert any("names its safe spelling" in m for m in messages(checked))
 
@@ -90,7 +89,7 @@ def test_a_remedy_unsupported_where_the_hazard_ran_is_not_verified_there(catalog
     records = everywhere("hazard", "silent-wrong") + cells("fix", {
         ("torch", "2.13.0"): "silent-correct", ("torch", "2.15.0"): "silent-correct",
         ("paddle", "3.0.0"): "unsupported", ("paddle", "3.3.1"): "silent-correct"})
-    [problem] = check_remedies(catalogue(), records, converters=frozenset()).problems
+    [problem] = check_remedies(catalogue(), records).problems
     assert "no remedy is verified on paddle 3.0.0 cpu" in problem.message
     assert problem.line == 4  # the remedy: line of the hazard's file
 
@@ -101,41 +100,39 @@ def test_two_remedies_together_cover_the_columns(catalogue) -> None:
         ("paddle", "3.0.0"): "unsupported", ("paddle", "3.3.1"): "unsupported"}) + cells("other_fix", {
         ("torch", "2.13.0"): "unsupported", ("torch", "2.15.0"): "unsupported",
         ("paddle", "3.0.0"): "silent-correct", ("paddle", "3.3.1"): "silent-correct"})
-    assert not check_remedies(catalogue("remedy: [fix, other_fix]"), records, converters=frozenset()).problems
+    assert not check_remedies(catalogue("remedy: [fix, other_fix]"), records).problems
 
 
 @pytest.mark.parametrize("outcome", ["raises", "silent-wrong", "warns", "crash"])
 def test_a_remedy_that_is_a_hazard_anywhere_fails(catalogue, outcome: str) -> None:
     records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct")
     records += cells("fix", {("paddle", "3.0.0"): outcome})  # a later record wins its cell
-    assert any("'fix' is itself a hazard" in m for m in messages(check_remedies(catalogue(), records,
-                                                                              converters=frozenset())))
+    assert any("'fix' is itself a hazard" in m for m in messages(check_remedies(catalogue(), records)))
 
 
 def test_a_remedy_that_shares_memory_on_one_framework_and_copies_on_the_other_fails(catalogue) -> None:
     records = everywhere("hazard", "raises") + cells("fix", {
         ("torch", "2.13.0"): "aliases", ("torch", "2.15.0"): "aliases",
         ("paddle", "3.0.0"): "copies", ("paddle", "3.3.1"): "copies"})
-    found = messages(check_remedies(catalogue(), records, converters=frozenset()))
+    found = messages(check_remedies(catalogue(), records))
     assert any("shares memory on some columns and copies on others" in m for m in found)
 
 
 def test_a_remedy_with_the_same_memory_everywhere_is_verified(catalogue) -> None:
     records = everywhere("hazard", "raises") + everywhere("fix", "copies")
-    assert not check_remedies(catalogue(), records, converters=frozenset()).problems
+    assert not check_remedies(catalogue(), records).problems
 
 
 def test_a_remedy_that_is_no_case_or_never_ran_is_named(catalogue) -> None:
     records = everywhere("hazard", "raises")
-    found = messages(check_remedies(catalogue("remedy: [fix, no_such_case]"), records, converters=frozenset()))
+    found = messages(check_remedies(catalogue("remedy: [fix, no_such_case]"), records))
     assert "remedy 'no_such_case' is not a case of this catalogue" in found
     assert "remedy 'fix' has no results: run it on every column" in found
 
 
 def test_a_reason_instead_of_a_remedy_is_accepted(catalogue) -> None:
     records = everywhere("hazard", "raises")
-    checked = check_remedies(catalogue('no_remedy: "the API exists in one framework only"'), records,
-                             converters=frozenset())
+    checked = check_remedies(catalogue('no_remedy: "the API exists in one framework only"'), records)
     assert not checked.problems and checked.remedied == []
 
 
@@ -145,7 +142,7 @@ def test_a_hazard_says_why(catalogue, tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('cause: "an in-place op on a leaf that requires grad"\n', ""))
     cases, _ = load_cases([tmp_path / "cases"])
     records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct")
-    assert messages(check_remedies(cases, records, converters=frozenset())) == [
+    assert messages(check_remedies(cases, records)) == [
         "a hazard says why it goes wrong: add a one-line 'cause:'"]
 
 
@@ -154,15 +151,35 @@ def test_what_the_fuzzer_wrote_needs_no_remedy(catalogue, tmp_path: Path) -> Non
     path = tmp_path / "cases" / "leaf" / "hazard.yaml"
     path.write_text(path.read_text().replace("title:", "source: 'found by fuzzing: conformance fuzz --seed 1'\ntitle:"))
     cases, _ = load_cases([tmp_path / "cases"])
-    checked = check_remedies(cases, everywhere("hazard", "silent-wrong"), converters=frozenset())
+    checked = check_remedies(cases, everywhere("hazard", "silent-wrong"))
     assert "hazard" in checked.hazards and not checked.problems
 
 
 def test_compiled_modes_and_a_converter_s_column_are_not_what_a_remedy_is_checked_on(catalogue) -> None:
     records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct")
     records += cells("fix", {("torch", "2.13.0"): "raises"}, mode="compile")
-    records += cells("fix", {("paconvert", "3.3.1"): "raises"}) + cells("hazard", {("paconvert", "3.3.1"): "raises"})
-    assert not check_remedies(catalogue(), records, converters=frozenset({"paconvert"})).problems
+    converted = [Record(case=case, framework="paconvert", framework_version="3.3.1", device="cpu", outcome="raises",
+                        run_info={"converter": "PaConvert"}) for case in ("hazard", "fix")]
+    assert not check_remedies(catalogue(), records + converted).problems
+    # the same records without saying they are a converter's are a framework's column like any other
+    plain = [Record(case=r.case, framework=r.framework, framework_version=r.framework_version, device="cpu",
+                    outcome=r.outcome) for r in converted]
+    assert check_remedies(catalogue(), records + plain).problems
+
+
+def test_a_remedy_the_harness_could_not_judge_verifies_nothing_and_says_so(catalogue) -> None:
+    records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct") + cells("fix", {
+        ("paddle", "3.0.0"): "error"})
+    assert any("'fix' was not judged (a harness fault, error)" in m
+               for m in messages(check_remedies(catalogue(), records)))
+
+
+def test_a_memory_remedy_whose_values_differ_from_the_reference_is_not_verified(catalogue) -> None:
+    records = everywhere("hazard", "raises") + [
+        Record(case="fix", framework=fw, framework_version=v, device="cpu", outcome="copies",
+               details={"observations": [{"name": "value(y)", "kind": "value", "matches_reference": fw == "torch"}]})
+        for fw, v in COLUMNS]
+    assert any("its values differ from the reference" in m for m in messages(check_remedies(catalogue(), records)))
 
 
 def test_cli_remedies_exit_status_and_lines(catalogue, tmp_path: Path, capsys) -> None:

@@ -40,7 +40,7 @@ from conformance.records.bounds import is_summary
 from conformance.records.record import Record
 from conformance.records.results import latest_by_cell, load_records
 from conformance.report.modes import confirmation_line, mode_changes
-from conformance.report.porting import conversions
+from conformance.report.conversions import conversions
 from conformance.workers.pool import Worker
 
 #: Runs a reproducer as a script (``__main__``, from its file) and appends, on stderr, what it printed as

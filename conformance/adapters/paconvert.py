@@ -8,9 +8,10 @@ converted file runs on paddle and is read as paddle's objects are (``PaddleAdapt
 same reference as every column.  What the converter said of each file (the APIs it converted and those
 it marked as not supported) is kept with the cell, so a report can say whether it told its user.
 
-Three things are the harness's own and are never converted: the reads of observations (spelled for
-paddle, whose objects they read), a reproducer's helpers that print them, and its comments (PaConvert
-drops comments, so the reproducer's are put back around the converted code).  Each program is converted
+Three things are the harness's own and are never converted: its statements in the program (step marks
+and the reads of observations, spelled for paddle, whose objects they read: set aside as placeholders
+while PaConvert runs, then put back), a reproducer's helpers that print them, and its comments (PaConvert
+drops comments, so the reproducer's title is put back; its step labels are strings, which survive).  Each program is converted
 and run in a fork of the worker (``Adapter.isolated``): PaConvert's helper code sets attributes of
 ``paddle.Tensor`` for the rest of its process, and its store of helper code is a process-wide singleton.
 """
@@ -70,10 +71,10 @@ class PaConvertAdapter(Adapter):
         return f"{version}+paddle{re.sub(r'[^0-9A-Za-z.]', '.', paddle)}" if paddle else version
 
     def facts(self) -> dict[str, str]:
-        """The torch that wrote the program and the paddle that ran it (``source_version`` pairs this column's
-        cells with the torch cells of the same programs)."""
-        return {"source": f"torch {self.writer.version}", "source_version": self.writer.version,
-                "runs_on": f"paddle {self.runner.version}"}
+        """That this column is a converter's, the torch that wrote the program and the paddle that ran it
+        (``source_version`` pairs this column's cells with the torch cells of the same programs)."""
+        return {"converter": self.converter, "source": f"torch {self.writer.version}",
+                "source_version": self.writer.version, "runs_on": f"paddle {self.runner.version}"}
 
     def start(self) -> None:
         self.writer.start()
@@ -88,10 +89,15 @@ class PaConvertAdapter(Adapter):
             return dataclasses.replace(original, unsupported=f"the torch program cannot be written: "
                                                              f"{original.unsupported}", original=original)
         ours = tuple(line for line in original.head if line.startswith("#"))  # the encoding line, a title
-        code = "\n".join([line for line in original.head if not line.startswith("#")] + list(original.body))
+        body, kept = _set_aside(original)
+        code = "\n".join([line for line in original.head if not line.startswith("#")] + body)
+        try:
+            ast.parse(code)
+        except SyntaxError as exc:  # the harness wrote it: no converter is to blame
+            raise RuntimeError(f"the torch program the harness wrote does not parse: {exc}") from None
         converted, report = convert(code, case.id)
-        body = _after_imports(converted.rstrip("\n"), original.helpers)
-        return Program(ours, (), (body,), conversion=report, original=original)
+        text = _after_imports(_put_back(converted.rstrip("\n"), kept), original.helpers)
+        return Program(ours, (), (text,), conversion=report, original=original)
 
     def unresolved(self, program: Program) -> list[str]:
         """The torch names the harness wrote that torch lacks; the converted program's are PaConvert's."""
@@ -120,6 +126,38 @@ class PaConvertAdapter(Adapter):
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         return self.runner.memory_layout(tensor)
+
+
+#: The statement that stands in for one of the harness's own while PaConvert converts the program.
+_PLACEHOLDER = "_harness_statement_({})"
+
+
+def _set_aside(program: Program) -> tuple[list[str], dict[str, str]]:
+    """The program's body with each of the harness's own statements (``Program.harness``: step marks and the
+    reads of observations, spelled for paddle) replaced by a placeholder call PaConvert leaves alone, and the
+    statements by placeholder: the reads are the harness's, never a converter's."""
+    body, kept = list(program.body), {}
+    for n, index in enumerate(sorted(program.harness)):
+        line = body[index]
+        token = _PLACEHOLDER.format(n)
+        kept[token] = line.strip()
+        body[index] = line[:len(line) - len(line.lstrip())] + token
+    return body, kept
+
+
+def _put_back(code: str, kept: dict[str, str]) -> str:
+    """*code* with each placeholder replaced by the statement it stands for, at its indentation there."""
+    lines, seen = [], set()
+    for line in code.splitlines():
+        token = line.strip()
+        if token in kept:
+            seen.add(token)
+            line = line[:len(line) - len(line.lstrip())] + kept[token]
+        lines.append(line)
+    if len(seen) != len(kept):  # PaConvert dropped or rewrote a statement it has no reason to touch
+        raise RuntimeError(f"PaConvert's output lacks {len(kept) - len(seen)} of the harness's own statements "
+                           f"(step marks, observation reads), so the converted program cannot be observed")
+    return "\n".join(lines)
 
 
 def _after_imports(code: str, lines: Sequence[str]) -> str:

@@ -24,13 +24,15 @@ from conformance.case.files import find_case_files
 from conformance.case.index import Index, parse_index
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
-__all__ = ["Case", "CaseError", "Step", "case_from_message", "check_case", "find_case_files", "load_case",
+__all__ = ["GENERATED_SOURCE", "Case", "CaseError", "Step", "case_from_message", "check_case", "find_case_files", "load_case",
            "load_cases"]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 #: Names generated programs use themselves; each adapter adds its own (``torch``, ``nn``, ``F``...).
 HARNESS_NAMES = frozenset({"np", "numpy", "DEVICE"})
+#: How the ``source:`` of a case the differential fuzzer wrote begins (``conformance/fuzz/write.py``).
+GENERATED_SOURCE = "found by fuzzing"
 TOP_LEVEL = {"id", "title", "topic", "source", "description", "cause", "remedy", "no_remedy", "tolerance", "timeout",
              "expected", "steps"}
 MAX_TIMEOUT = 3600.0
@@ -109,7 +111,7 @@ class Case:
     expected: Mapping[str, Any] | None = None
     #: One line: why the frameworks differ (or go wrong) on this program, for the porting guide.
     cause: str = ""
-    #: The ids of the cases that are this one's safe spelling (``docs/porting.md``), checked against results.
+    #: The ids of the cases that are this one's safe spelling, checked against results (``report/remedies.py``).
     remedy: tuple[str, ...] = ()
     #: Why no safe spelling exists, where none does (exclusive with ``remedy``).
     no_remedy: str = ""
@@ -139,6 +141,11 @@ class Case:
 
     def step(self, number: int) -> Step:
         return self.steps_by_number[number]
+
+    @property
+    def generated(self) -> bool:
+        """Whether the differential fuzzer wrote this case (a hazard by construction: it needs no remedy)."""
+        return self.source.startswith(GENERATED_SOURCE)
 
     @property
     def ops(self) -> frozenset[str]:
@@ -254,7 +261,7 @@ class _Checker:
 
     def remedy(self, data: dict, case_id: str) -> tuple[str, ...]:
         """The ids a case names as its safe spelling: whether they exist is a question of the catalogue
-        (``conformance.porting.remedies``), not of one file."""
+        (``conformance.report.remedies``), not of one file."""
         if "remedy" not in data:
             return ()
         if "no_remedy" in data:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import yaml
 
-from conformance.case.load import Case, load_case, load_cases
+from conformance.case.load import GENERATED_SOURCE, Case, load_case, load_cases
 from conformance.fuzz.cause import Cause
 from conformance.fuzz.generate import Program
 from conformance.fuzz.verdict import Verdict
@@ -30,7 +30,7 @@ from conformance.ops import OPS
 __all__ = ["KnownCases", "canonical", "case_text", "write_case", "PROVENANCE"]
 
 #: How a found case states where it comes from (the catalogue's provenance check accepts it).
-PROVENANCE = "found by fuzzing"
+PROVENANCE = GENERATED_SOURCE
 #: Ops that only make operands: left out of a found case's id.
 _SOURCES = {"tensor", "array", "full"}
 

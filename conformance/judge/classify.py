@@ -214,8 +214,10 @@ def classify(case: Case, reply: Mapping[str, Any], reference: Mapping[str, Any] 
 
 def _exception(case: Case, reply: Mapping[str, Any]) -> dict[str, Any]:
     step = next((s for s in case.walk() if s.number == reply["step"]), None)
-    if step is None:  # raised before the first step (in the framework's prelude)
-        return dict(reply["exception"], step=reply["step"], op="prelude", line=None, phase="op")
+    if step is None:  # raised before the first step: in the framework's prelude, or converting the program
+        found = dict(reply["exception"], step=reply["step"], op="prelude", line=None)
+        found.setdefault("phase", "op")
+        return found
     phase = "observe" if step.op == "observe" else OPS[step.op].phase
     found = dict(reply["exception"], step=step.number, op=step.op, line=step.line)
     found.setdefault("phase", phase)  # a compiled call says itself whether compiling or running failed

@@ -15,7 +15,7 @@ import ast
 import types
 from typing import Any, Mapping
 
-__all__ = ["unresolved_names"]
+__all__ = ["bound_names", "unresolved_names"]
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -48,3 +48,20 @@ def unresolved_names(source: str, namespace: Mapping[str, Any]) -> list[str]:
                 break
             obj = getattr(obj, part)
     return missing
+
+
+def bound_names(source: str) -> set[str]:
+    """Every name *source* binds anywhere (assignments, imports, definitions, loop and ``with`` targets,
+    parameters): a name a converted program lacks although the harness's program bound it was lost by the
+    converter; one the harness's program never bound is the harness's own slip."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names

@@ -47,6 +47,9 @@ class Program:
     conversion: dict[str, Any] | None = None
     #: The program the converter was given (the harness wrote it; a name it lacks is the harness's fault).
     original: Program | None = dataclasses.field(default=None, compare=False, repr=False)
+    #: Indices into *body* of the statements that are the harness's own (step marks, observation reads and
+    #: prints), which a converter must leave as they are.
+    harness: frozenset[int] = frozenset()
 
     @property
     def source(self) -> str:
@@ -80,7 +83,9 @@ def translate(case: Case, adapter: Adapter, device: str, *, harness: bool, mode:
     except Unsupported as exc:
         return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines), str(exc),
                        writer.current)
-    return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines))
+    offset = len(writer.functions)
+    return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines),
+                   harness=frozenset(offset + i for i in writer.harness_lines))
 
 
 class Writer:
@@ -93,6 +98,7 @@ class Writer:
         self.a = adapter
         self.reader = reader or adapter
         self.comments = comments
+        self.harness_lines: set[int] = set()  # indices into lines of the harness's own statements
         self.device = device
         self.harness = harness
         self.mode = mode
@@ -109,6 +115,12 @@ class Writer:
 
     def emit(self, *lines: str) -> None:
         self.lines.extend(INDENT * self.depth + line for line in lines)
+
+    def emit_harness(self, *lines: str) -> None:
+        """Statements of the harness's own (a step mark, the read or print of an observation)."""
+        if not self.in_function:  # the lines of a compiled function are gathered apart, and hold no such line
+            self.harness_lines.update(range(len(self.lines), len(self.lines) + len(lines)))
+        self.emit(*lines)
 
     @contextlib.contextmanager
     def indented(self) -> Iterator[None]:
@@ -152,7 +164,7 @@ class Writer:
         if self.harness:
             loop = f", ({', '.join(self.counters)},)" if self.counters else ""
             extra = f", phase={phase!r}" if phase else ""
-            self.emit(f"_step({step.number}{loop}{extra})")
+            self.emit_harness(f"_step({step.number}{loop}{extra})")
         elif step.op != "observe":
             self.label(f"step {step.number}: {step.op} (line {step.line})")
 
@@ -254,24 +266,24 @@ class Writer:
         key = self.key(name)
         if self.harness:
             extra = f", since={since!r}" if since else ""
-            self.emit(f"_observe({key}, {kind!r}, lambda: {getter}, {transposed}{extra})")
+            self.emit_harness(f"_observe({key}, {kind!r}, lambda: {getter}, {transposed}{extra})")
             return
         reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
         if reads == "address":
             self.define_address()
-            self.emit(f"{_address_var(name)} = _address({getter})", f"print({key}, {_address_var(name)})")
+            self.emit_harness(f"{_address_var(name)} = _address({getter})", f"print({key}, {_address_var(name)})")
         elif reads == "overlap" and since:
             self.define_address()
-            self.emit(f"print({key}, _address({getter}) == {_address_var(since)})")
+            self.emit_harness(f"print({key}, _address({getter}) == {_address_var(since)})")
         elif reads == "overlap":
             self.define_address()
-            self.emit(f"print({key}, _address({getter}[0]) == _address({getter}[1]))")
+            self.emit_harness(f"print({key}, _address({getter}[0]) == _address({getter}[1]))")
         elif reads == "array":
             self.define_values()
-            self.emit(f"print({key}, _values({getter}))" + ("  # stored transposed (in x out) in this framework"
+            self.emit_harness(f"print({key}, _values({getter}))" + ("  # stored transposed (in x out) in this framework"
                                                             if transposed else ""))
         else:
-            self.emit(f"print({key}, {getter})")
+            self.emit_harness(f"print({key}, {getter})")
 
     def observe(self, step: Step) -> None:
         spec = OBSERVATIONS[step.kind]

@@ -128,21 +128,23 @@ def write_overview(records: Iterable[Record], path: Path | str) -> str | None:
         wrong[i, j] += record.wrong or record.outcome in ("crash", "timeout")
         raises[i, j] += record.outcome == "raises"
     share = np.divide(wrong, total, out=np.zeros_like(wrong), where=total > 0)
-    fig, ax = plt.subplots(figsize=(3.0 + 0.9 * len(columns), 1.8 + 0.45 * len(topics)))
+    fig, ax = plt.subplots(figsize=(3.0 + 0.9 * len(columns), 1.8 + 0.55 * len(topics)))
     image = ax.imshow(share, cmap="Reds", vmin=0.0, vmax=max(0.5, float(share.max())), aspect="auto")
     for i in range(len(topics)):
         for j in range(len(columns)):
             if total[i, j]:
-                ax.text(j, i, f"{int(wrong[i, j])} / {int(raises[i, j])}", ha="center", va="center", fontsize=8,
-                        color="white" if share[i, j] > 0.35 else "black")
+                ax.text(j, i, f"{int(wrong[i, j])} wrong\n{int(raises[i, j])} raise", ha="center", va="center",
+                        fontsize=7, color="white" if share[i, j] > 0.35 else "black")
     ax.set_xticks(range(len(columns)), [_short(c) for c in columns], rotation=45, ha="right")
     ax.set_yticks(range(len(topics)), [t or "no topic" for t in topics])
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02, label="share of the topic's cases wrong")
-    ax.set_title("per topic and column: cases wrong (silently, with a warning, crash, hang) / cases that raise")
+    ax.set_title("per topic and eager column: cases wrong (silently, beside a warning, crashed, hung) and cases "
+                 "that raise")
     _save(fig, plt, path)
     return None
 
 
 def _short(column: Column) -> str:
-    """A column's label without the local build suffix (``torch 2.13.0+cpu cpu`` -> ``torch 2.13.0 cpu``)."""
-    return f"{column.framework} {column.version.split('+')[0]} {column.device}"
+    """A column's label without torch's CPU-build suffix (``torch 2.13.0+cpu cpu`` -> ``torch 2.13.0 cpu``); a
+    label that names more (PaConvert's ``3.3.1+paddle3.3.1``) is kept whole."""
+    return f"{column.framework} {column.version.removesuffix('+cpu')} {column.device}"

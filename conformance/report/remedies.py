@@ -6,15 +6,18 @@ safe spelling (``remedy: [ids]``) or says why there is none (``no_remedy:``), an
 goes wrong (``cause:``); cases the fuzzer wrote are hazards by construction and need neither.
 
 A remedy is **verified** on a column (a framework version and device) when it is silent-correct there, or
-shares or copies memory (``aliases``/``copies``) with right values.  A remedy must be safe wherever it
-ran: it is itself a hazard if any eager cell of it raises, is wrong, warns, crashes or hangs, and a
-remedy whose memory behaviour differs between columns (``aliases`` on one, ``copies`` on another) is a
-porting hazard of its own.  Each column where the hazard ran (any outcome but ``unsupported`` and
-``skipped``) needs a remedy verified on it.
+shares or copies memory (``aliases``/``copies``) with values that match the reference (a memory case's
+values are recorded as evidence, ``matches_reference``, not as its outcome).  A remedy must be safe
+wherever it ran: it is itself a hazard if any eager cell of it raises, is wrong, warns, crashes or hangs,
+and a remedy whose memory behaviour differs between columns (``aliases`` on one, ``copies`` on another) is
+a porting hazard of its own; a cell the harness could not judge (``error``) verifies nothing and says so.
+Each column where the hazard ran (any outcome but ``unsupported`` and ``skipped``) needs a remedy
+verified on it.
 
-Scope: eager cells of the frameworks' own columns.  A converter's column (PaConvert's, where
-``Adapter.converter`` is set) is what a tool does to a program, reported beside the hazards by the guide
-(``report/porting.py``), not a framework a remedy is written for; compiled modes are the mode report's.
+Scope: eager cells of the frameworks' own columns.  A converter's column (PaConvert's: its records say
+so, ``report/conversions.py``) is what a tool does to a program, reported beside the hazards by the
+guide (``report/porting.py``), not a framework a remedy is written for; compiled modes are the mode
+report's.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from typing import Iterable, Mapping, Sequence
 
 from conformance.case.load import Case
 from conformance.records.record import EAGER, Column, Record
+from conformance.report.conversions import converter_frameworks
 
-__all__ = ["HAZARDS", "SAFE", "Hazard", "Problem", "Remedies", "check_remedies", "converter_frameworks", "is_hazard"]
+__all__ = ["HAZARDS", "SAFE", "Hazard", "Problem", "Remedies", "check_remedies", "is_hazard"]
 
 #: Outcomes that make a cell a hazard (``warns`` counts when its result is wrong).
 HAZARDS = frozenset({"raises", "silent-wrong", "crash", "timeout"})
@@ -80,13 +84,6 @@ class Remedies:
         return [h for h in self.hazards.values() if h.case.remedy and not h.unverified]
 
 
-def converter_frameworks() -> frozenset[str]:
-    """The columns that are a converter's (``Adapter.converter``), found without importing a framework."""
-    from conformance.adapter import adapter_classes
-
-    return frozenset(name for name, cls in adapter_classes().items() if getattr(cls, "converter", None))
-
-
 def _eager_cells(records: Iterable[Record], converters: frozenset[str]) -> dict[str, dict[Column, Record]]:
     """case -> column -> record, for the frameworks' own eager columns (a later record wins a cell)."""
     cells: dict[str, dict[Column, Record]] = {}
@@ -96,12 +93,10 @@ def _eager_cells(records: Iterable[Record], converters: frozenset[str]) -> dict[
     return cells
 
 
-def check_remedies(cases: Sequence[Case], records: Iterable[Record], *, generated: str = "found by fuzzing",
-                   converters: frozenset[str] | None = None) -> Remedies:
-    """Check every case of *cases* against *records*.  *generated*: how the ``source:`` of a case the fuzzer
-    wrote begins (such cases need no remedy); *converters*: frameworks whose columns are a converter's."""
-    converters = converter_frameworks() if converters is None else converters
-    cells = _eager_cells(records, converters)
+def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies:
+    """Check every case of *cases* against *records* (a case the fuzzer wrote needs no remedy)."""
+    records = list(records)
+    cells = _eager_cells(records, converter_frameworks(records))
     by_id = {case.id: case for case in cases}
     problems: list[Problem] = []
     hazards: dict[str, Hazard] = {}
@@ -119,7 +114,7 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record], *, generate
             continue
         ran = sorted(c for c, r in mine.items() if r.outcome not in NOT_RUN)
         hazard = hazards[case.id] = Hazard(case, sorted(hazardous, key=lambda r: r.column), ran)
-        if case.source.startswith(generated):
+        if case.generated:
             continue
         if not case.cause:
             problem(case, ("id",), "a hazard says why it goes wrong: add a one-line 'cause:'")
@@ -142,9 +137,18 @@ def _remedy_problems(case: Case, index: int, remedy: Case, cells: Mapping[Column
     line = _line(case, ("remedy", index))
     if not cells:
         return [Problem(case.path, line, f"remedy {remedy.id!r} has no results: run it on every column")]
+    faults = [r for r in cells.values() if r.outcome == "error"]
+    if faults:
+        return [Problem(case.path, line, f"remedy {remedy.id!r} was not judged (a harness fault, error): "
+                                         f"{_where(faults)}: run it again")]
     unsafe = [r for r in cells.values() if r.outcome not in SAFE | NOT_RUN]
     if unsafe:
         return [Problem(case.path, line, f"remedy {remedy.id!r} is itself a hazard: {_where(unsafe)}")]
+    differing = [r for r in cells.values() if r.outcome in MEMORY
+                 and any(o.get("matches_reference") is False for o in r.observations)]
+    if differing:
+        return [Problem(case.path, line, f"remedy {remedy.id!r} shares or copies memory, but its values differ "
+                                         f"from the reference: {_where(differing)}")]
     memory = {r.outcome for r in cells.values() if r.outcome in MEMORY}
     if len(memory) > 1:
         by = {o: [r for r in cells.values() if r.outcome == o] for o in sorted(memory)}

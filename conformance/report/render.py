@@ -16,7 +16,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from conformance.records.explain import explain
 from conformance.records.outcomes import LABELS, ORDER, SYMBOLS, badge
@@ -25,7 +25,7 @@ from conformance.records.results import latest_by_cell, load_records
 from conformance.report.markdown import code, table, text
 
 __all__ = ["Source", "VersionRange", "version_ranges", "load_sources", "default_results", "render_report",
-           "render_pages", "page_name", "topic_pages", "case_attributions", "anchor", "GENERATED"]
+           "render_pages", "page_name", "plot_name", "topic_pages", "case_attributions", "anchor", "GENERATED"]
 
 #: The first line of every page the report writes: what marks a page as the report's own (a page of a
 #: topic that is gone is removed by the next report; nothing else in its folder is touched).
@@ -206,7 +206,7 @@ def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) 
     lines += ["", "Legend: " + " · ".join(f"{SYMBOLS[o]} **{o}**: {LABELS[o]}" for o in ORDER)
               + " · empty: the case was not in that results file.", ""]
     if plot:
-        lines += [f"![outcome heatmap: cases x columns]({plot})", ""]
+        lines += [f"![per topic and eager column: cases wrong and cases that raise]({plot})", ""]
     elif plot_note:
         lines += [f"_{plot_note}_", ""]
     return lines
@@ -402,10 +402,11 @@ def page_name(topic: str, taken: set[str]) -> str:
 def render_pages(records: Iterable[Record], sources: Sequence[Source], *, index: str, pages: str,
                  plot: str | None = None, plot_note: str | None = None,
                  attributions: Mapping[str, str] | None = None,
-                 link_base: Path | None = None, topic_plots: bool = False) -> tuple[str, dict[str, str]]:
+                 link_base: Path | None = None,
+                 topic_plots: Collection[str] = ()) -> tuple[str, dict[str, str]]:
     """The index page (the file *index*) and the topic pages (file name -> markdown) that go in the folder
-    *pages* beside it; *link_base* is the index's directory; *topic_plots*: each page shows its heatmap, a
-    PNG beside it named after it (:func:`topic_pages`)."""
+    *pages* beside it; *link_base* is the index's directory; *topic_plots*: the pages whose heatmap was
+    drawn beside them (:func:`plot_name`), which show it."""
     matrix = _Matrix(records)
     attributions = attributions or {}
     by_topic = _by_topic(matrix)
@@ -420,8 +421,8 @@ def render_pages(records: Iterable[Record], sources: Sequence[Source], *, index:
                  f"[The index](./../{urllib.parse.quote(index)}) has every case's eager outcomes; this "
                  f"page has the {len(cases)} case(s) of topic {code(topic or 'no topic')}: compiled modes, "
                  "behaviour by version, and the evidence of each cell.", ""]
-        if topic_plots:
-            picture = names[topic].removesuffix(".md") + ".png"
+        if names[topic] in topic_plots:
+            picture = plot_name(names[topic])
             lines += [f"![eager outcomes of the topic's cases by column](./{urllib.parse.quote(picture)})", ""]
         lines += _compiled_table(matrix, cases) + _by_version(matrix, cases)
         lines += _details(matrix, attributions, folder, cases)
@@ -441,6 +442,11 @@ def _by_topic(matrix: _Matrix) -> dict[str, list[str]]:
     for case in matrix.cases:
         by_topic.setdefault(matrix.topic[case], []).append(case)
     return by_topic
+
+
+def plot_name(page: str) -> str:
+    """The file name of a topic page's heatmap, beside it: ``views.md`` -> ``views.png``."""
+    return page.removesuffix(".md") + ".png"
 
 
 def topic_pages(records: Iterable[Record]) -> dict[str, tuple[str, list[str]]]:

@@ -645,12 +645,13 @@ class WorkerPool:
 
 # -- the worker's side of the contract ---------------------------------------------------------------
 
-def bind_to_parent() -> None:
-    """In a worker: die with the parent that started it (Linux's parent-death signal).
+def bind_to_parent(parent: int | None = None) -> None:
+    """In a worker: die with the parent that started it (Linux's parent-death signal); with *parent*, in a
+    process the worker forked (``workers/isolated.py``): die with that worker, whose pid it is.
 
     Elsewhere, or when the parent started it from a thread other than its main one, :class:`ParentLines`
     still ends the worker when the parent's end of stdin closes."""
-    if os.environ.get(PDEATHSIG_ENV) != "1" or not sys.platform.startswith("linux"):
+    if (parent is None and os.environ.get(PDEATHSIG_ENV) != "1") or not sys.platform.startswith("linux"):
         return
     try:
         import ctypes
@@ -658,8 +659,8 @@ def bind_to_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # no prctl: stdin's end still ends the worker
         return
-    parent = os.environ.get(PARENT_PID_ENV, "")
-    if parent.isdigit() and not _running(int(parent)):
+    expected = str(parent) if parent is not None else os.environ.get(PARENT_PID_ENV, "")
+    if expected.isdigit() and (not _running(int(expected)) or (parent is not None and os.getppid() != parent)):
         os._exit(1)  # the parent died before the signal was armed, so it will never come
 
 

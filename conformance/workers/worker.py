@@ -31,6 +31,8 @@ from conformance.case.load import Case, case_from_message
 from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
+from conformance.program.check import bound_names
+from conformance.program.translate import Program
 from conformance.workers.arrays import pack
 from conformance.workers.isolated import in_fork
 from conformance.workers.faults import out_of_memory
@@ -159,12 +161,18 @@ class _CapturedOutput:
 
     _file: Any = None
 
+    @classmethod
+    def file(cls) -> Any:
+        """The capture file, made now if it is not yet: a forked program writes to the worker's, which the
+        worker reads when the program's process dies."""
+        if cls._file is None:
+            cls._file = tempfile.TemporaryFile(dir=scratch_folder())
+        return cls._file
+
     def __enter__(self) -> "_CapturedOutput":
         sys.stdout.flush()
         sys.stderr.flush()
-        if _CapturedOutput._file is None:
-            _CapturedOutput._file = tempfile.TemporaryFile(dir=scratch_folder())
-        self.file = _CapturedOutput._file
+        self.file = _CapturedOutput.file()
         self.file.seek(0)
         self.file.truncate()
         self.saved = (os.dup(1), os.dup(2))
@@ -198,7 +206,7 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
         program = adapter.program(case, device, harness=True, mode=mode)
     except ConversionFailed as exc:  # the converter's own failure on the program: what its user meets
         return {"status": "raised", "step": 0, "iteration": [], "exception": {
-            "type": type(exc.__cause__ or exc).__name__, "message": str(exc)[:4000], "kind": "other",
+            "type": _type_name(exc.__cause__ or exc), "message": str(exc)[:4000], "kind": "other",
             "phase": "conversion"}, "observations": [], "warnings": []}
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
@@ -220,7 +228,7 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
         except BaseException as exc:  # noqa: BLE001 - whatever the framework raised is the finding
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            reply = _raised(adapter, run, exc, filename)
+            reply = _raised(adapter, run, exc, filename, program)
             if isinstance(exc, AttributeError) or run.phase == "compiled":  # how a misspelt name shows
                 missing = adapter.unresolved(program)
                 if missing:
@@ -259,12 +267,15 @@ def _source_file(case_id: str, source: str) -> str:
     return path
 
 
-def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> dict[str, Any]:
-    """What an exception from the running program was: the framework's, or the harness's own fault."""
-    if isinstance(exc, NameError) and _innermost_file(exc) == filename and adapter.converter is None:
+def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str,
+            program: Program | None = None) -> dict[str, Any]:
+    """What an exception from the running program was: the framework's (or its converter's), or the
+    harness's own fault."""
+    if isinstance(exc, NameError) and _innermost_file(exc) == filename and not _lost_by_converter(
+            adapter, exc, program):
         return {"status": "error", "message": f"the generated program raised {type(exc).__name__}: {exc} "
                 f"(step {run.step}): a fault of the {adapter.name} adapter, not of {adapter.name}"}
-    type_name = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
+    type_name = _type_name(exc)
     message = str(exc)[:4000]
     if out_of_memory(type_name, message):  # the machine's limit, not the framework's behaviour
         return {"status": "error", "step": run.step,
@@ -275,6 +286,19 @@ def _raised(adapter: Adapter, run: _Run, exc: BaseException, filename: str) -> d
     if run.phase == "compiled":  # the call of a compiled function: compiling it, or running it
         exception["phase"] = "compilation" if adapter.compile_failure(exc) else "compiled-call"
     return {"status": "raised", "step": run.step, "iteration": run.iteration, "exception": exception}
+
+
+def _type_name(exc: BaseException) -> str:
+    """``RuntimeError``, ``torch._dynamo.exc.Unsupported``: an exception's type as records name it."""
+    return f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
+
+
+def _lost_by_converter(adapter: Adapter, exc: NameError, program: Program | None) -> bool:
+    """Whether a name the running program lacks is one the harness's program bound, which a converter lost
+    (a finding about the converter); a name the harness's program never bound is the harness's slip."""
+    if adapter.converter is None or program is None or program.original is None:
+        return False
+    return getattr(exc, "name", None) in bound_names(program.original.source)
 
 
 def first_line(text: str) -> str:
@@ -340,10 +364,10 @@ def main(argv: list[str] | None = None) -> int:
                 if key is not None and key not in cases:
                     raise KeyError(f"case key {key!r} was never sent to this worker")
                 run = functools.partial(run_case, adapter, request, cases.get(key))
-                reply = in_fork(run, adapter.name) if adapter.isolated else run()
+                reply = in_fork(run, adapter.name, _CapturedOutput.file()) if adapter.isolated else run()
             elif request["cmd"] == "render":
                 render = functools.partial(_render, adapter, case_from_message(request), request)
-                reply = in_fork(render, adapter.name) if adapter.isolated else render()
+                reply = in_fork(render, adapter.name, _CapturedOutput.file()) if adapter.isolated else render()
             else:
                 reply = {"status": "error", "message": f"unknown command {request['cmd']!r}"}
         except Exception:  # noqa: BLE001 - a harness fault, reported as such
