@@ -177,3 +177,37 @@ def test_the_reproducer_is_the_converted_program_with_the_harness_s_helpers_afte
     ran = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert "value(skip)" in ran.stdout
+    # the harness's reads were set aside while PaConvert ran: as the harness wrote them, not as black reprints
+    prints = [line for line in source.splitlines() if line.startswith("print(")]
+    assert prints and all(line.startswith("print('") for line in prints)
+    assert 'DEVICE = "cpu"' in source  # what PaConvert converted, it reprinted
+
+
+def test_only_cpu_cells_judged_on_both_sides_of_the_newest_converter_get_a_verdict() -> None:
+    records = [_cell("a", "torch", "2.13.0+cpu", "silent-correct"), _cell("b", "torch", "2.13.0+cpu", "error"),
+               _cell("c", "torch", "2.13.0+cpu", "silent-correct"),
+               _cell("a", "paconvert", "3.3.0+paddle3.3.0", "silent-wrong"),
+               _cell("a", "paconvert", "3.3.1+paddle3.3.1", "silent-correct"),
+               _cell("b", "paconvert", "3.3.1+paddle3.3.1", "silent-correct"),
+               _cell("c", "paconvert", "3.3.1+paddle3.3.1", "error")]
+    records.append(Record(case="a", framework="paconvert", framework_version="3.3.1+paddle3.3.1", device="gpu",
+                          outcome="crash", run_info={"converter": "PaConvert", "source_version": "2.13.0+cpu"}))
+    found = conversions(records)
+    assert set(found) == {"a"}  # b: torch's cell is a harness fault; c: the converted cell is
+    assert found["a"].verdict == "keeps" and found["a"].converted.framework_version == "3.3.1+paddle3.3.1"
+
+
+def test_a_failed_conversion_keeps_its_phase_through_judging_and_breaks_the_program(tmp_path) -> None:
+    from conformance.case.load import load_case
+    from conformance.judge.classify import classify
+
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\ntitle: t\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n  - {observe: value, of: x}\n")
+    reply = {"status": "raised", "step": 0, "iteration": [], "observations": [], "warnings": [],
+             "exception": {"type": "SyntaxError", "message": "PaConvert failed on the program", "kind": "other",
+                           "phase": "conversion"}}
+    outcome, details = classify(load_case(path), reply, {"value(x)": [1.0]}, None)
+    assert outcome == "raises" and details["exception"]["phase"] == "conversion"
+    converted = _cell("c", "paconvert", "3.3.1+paddle3.3.1", outcome, **details)
+    [verdict] = conversions([_cell("c", "torch", "2.13.0+cpu", "silent-correct"), converted]).values()
+    assert verdict.verdict == "breaks"

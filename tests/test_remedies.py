@@ -193,3 +193,11 @@ def test_cli_remedies_exit_status_and_lines(catalogue, tmp_path: Path, capsys) -
     assert f"{tmp_path / 'cases' / 'leaf' / 'hazard.yaml'}:1: a hazard (raises on" in out
     assert "1 hand-written hazard(s): 0 with a remedy verified" in out
     assert main(["remedies", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_skipped_gpu_columns_ask_nothing_of_a_remedy(catalogue) -> None:
+    gpu = [Record(case=case, framework="torch", framework_version="2.13.0", device="gpu", outcome="skipped",
+                  details={"reason": "no GPU"}) for case in ("hazard", "fix")]
+    records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct") + gpu
+    checked = check_remedies(catalogue(), records)
+    assert not checked.problems and all(c.device == "cpu" for c in checked.hazards["hazard"].ran)

@@ -232,7 +232,23 @@ def test_cli_report_draws_heatmap(tmp_path: Path) -> None:
     output, plot = tmp_path / "docs" / "R.md", tmp_path / "img" / "heat.png"
     assert main(["report", str(results), "--output", str(output), "--plot", str(plot)]) == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "![outcome heatmap: cases x columns](../img/heat.png)" in output.read_text(encoding="utf-8")
+    assert ("![per topic and eager column: cases wrong and cases that raise](../img/heat.png)"
+            in output.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib is not installed")
+def test_each_topic_page_shows_its_own_heatmap_and_a_topic_with_nothing_drawn_none(tmp_path: Path) -> None:
+    records = history() + [record("gpu_only", "torch", "3.3.1", "skipped", device="gpu", topic="only-gpu",
+                                  reason="no GPU")]
+    results = write(tmp_path / "r.jsonl", records)
+    output = tmp_path / "R.md"
+    assert main(["report", str(results), "--output", str(output)]) == 0
+    pages = tmp_path / "r"
+    for topic in ("grad", "memory"):
+        assert (pages / f"{topic}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"](./{topic}.png)" in (pages / f"{topic}.md").read_text(encoding="utf-8")
+    assert not (pages / "only-gpu.png").exists()  # every cell skipped: no picture, and no link to one
+    assert ".png)" not in (pages / "only-gpu.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")

@@ -106,10 +106,14 @@ class PaConvertAdapter(Adapter):
     # -- running and reading: paddle's -----------------------------------------------------------
 
     def device_problem(self, device: str) -> str | None:
+        if device == "gpu" and self.runner.fw.device.is_compiled_with_cuda():
+            # Looking for a GPU initialises CUDA in the worker, and a fork of a process that has cannot use it.
+            return ("the PaConvert column runs each program in a fork of its worker, and CUDA initialised in the "
+                    "worker (as looking for a GPU does) cannot be used in a fork: it runs on the CPU only")
         return self.runner.device_problem(device)
 
     def device_name(self, device: str) -> str | None:
-        return self.runner.device_name(device)
+        return None if self.device_problem(device) else self.runner.device_name(device)
 
     def prelude(self, device: str) -> list[str]:
         return self.writer.prelude(device)
