@@ -398,11 +398,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_upgrades(args: argparse.Namespace) -> int:
     from conformance.outputs import OutputError, check_writable, write_file
     from conformance.report.diff import BadInput
-    from conformance.report.render import default_results
     from conformance.report.upgrades import render_upgrades, upgrade_chain
 
-    paths = [Path(p) for p in args.results] or [p for p in default_results(Path(DEFAULT_RESULTS).parent)
-                                                 if p.name != Path(DEFAULT_RESULTS).name]
+    paths = _results_paths(args.results)
     try:
         check_writable(args.output)
         chain = upgrade_chain(paths)
@@ -588,33 +586,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     upgrades = sub.add_parser("upgrades", help="each framework release against the one before it, "
                                                "from results files, as one markdown page")
-    upgrades.add_argument("results", nargs="*",
-                          help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    _committed_results_argument(upgrades)
     upgrades.add_argument("--output", default="reports/UPGRADES.md", help="markdown page [%(default)s]")
     upgrades.set_defaults(func=cmd_upgrades)
 
     changes = sub.add_parser("mode-changes", help="every cell whose outcome depends on the mode, from results "
                                                   "files with their compiled columns, as one markdown page")
     changes.add_argument("results", nargs="+", help="results files: eager and compiled columns of the builds")
-    changes.add_argument("--confirmations", default="reports/confirmations.jsonl",
-                         help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
+    _confirmations_argument(changes)
     changes.add_argument("--output", default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
     changes.set_defaults(func=cmd_mode_changes)
 
     remedies = sub.add_parser("remedies", help="check that every hazard names a safe spelling verified on every "
                                                "column where the hazard ran (exit 1 on a problem)")
-    remedies.add_argument("results", nargs="*",
-                          help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    _committed_results_argument(remedies)
     remedies.add_argument("--cases", nargs="*", help="case files or folders [default: cases]")
     remedies.set_defaults(func=cmd_remedies)
 
     porting = sub.add_parser("porting", help="the porting guide: every hazard in both directions, with its cause, "
                                              "its verified remedy and what PaConvert does to it")
-    porting.add_argument("results", nargs="*",
-                         help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+    _committed_results_argument(porting)
     porting.add_argument("--cases", nargs="*", help="case folders [default: cases]")
-    porting.add_argument("--confirmations", default="reports/confirmations.jsonl",
-                         help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
+    _confirmations_argument(porting)
     porting.add_argument("--report", default="reports/COMPATIBILITY.md",
                          help="the compatibility report whose topic pages the guide links to [%(default)s]")
     porting.add_argument("--output", default="reports/PORTING.md", help="markdown page [%(default)s]")
@@ -623,6 +616,16 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)
     return parser
+
+
+def _committed_results_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="*",
+                        help="results files [default: reports/results/*.jsonl except latest.jsonl]")
+
+
+def _confirmations_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--confirmations", default="reports/confirmations.jsonl",
+                        help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
 
 
 class _Parser(argparse.ArgumentParser):
