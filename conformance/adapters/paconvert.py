@@ -183,7 +183,10 @@ def _after_imports(code: str, lines: Sequence[str]) -> str:
 
 
 def convert(code: str, name: str) -> tuple[str, dict[str, Any]]:
-    """*code* converted by PaConvert, as ``paconvert -i IN -o OUT`` converts a file, and what it said."""
+    """*code* converted by PaConvert, as ``paconvert -i IN -o OUT`` converts a file, and what it said.
+
+    PaConvert keeps state between conversions in one process (its store of helper code is a singleton that
+    remembers the first output file), so each conversion runs in a process of its own: the worker's fork."""
     from paconvert.converter import Converter
 
     with tempfile.TemporaryDirectory(prefix="conformance-paconvert-") as folder:
