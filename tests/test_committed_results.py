@@ -128,3 +128,16 @@ def test_every_hand_written_hazard_has_a_remedy_verified_on_the_committed_column
     checked = check_remedies(cases, records)
     assert not checked.problems, "\n".join(map(str, checked.problems[:40]))
     assert len(checked.remedied) >= 80
+
+
+def test_every_link_of_the_porting_guide_leads_somewhere() -> None:
+    """Each entry, table row and remedy of reports/PORTING.md links to an anchor of the page or to a page of
+    the compatibility report that exists."""
+    page = (ROOT / "reports" / "PORTING.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'<a name="([^"]+)"></a>', page))
+    anchors |= {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+                for heading in re.findall(r"^#+ (.*)$", page, re.MULTILINE)}
+    inside = re.findall(r"\]\(#([^)]+)\)", page)
+    assert inside and not [target for target in inside if target not in anchors]
+    pages = re.findall(r"\]\(\./([^)#]+)", page)
+    assert pages and not [p for p in pages if not (ROOT / "reports" / p).is_file()]
