@@ -169,5 +169,5 @@ def _where(records: Iterable[Record]) -> str:
 
 
 def _line(case: Case, key: tuple) -> int:
-    lines = getattr(case, "lines", None)
-    return lines.of(key, case.line) if lines and hasattr(lines, "of") else case.line
+    """The line of *key* in the case's file (a case sent to another process has no line map: its id's line)."""
+    return case.lines.of(key, case.line) if case.lines else case.line

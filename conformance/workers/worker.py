@@ -22,7 +22,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -32,12 +32,14 @@ from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import bound_names
-from conformance.program.translate import Program
 from conformance.workers.arrays import pack
 from conformance.workers.isolated import in_fork
 from conformance.workers.faults import out_of_memory
 from conformance.recent import Recent
 from conformance.workers.pool import CASES_KEPT, PROGRAMS_ENV, program_folder_prefix, scratch_folder
+
+if TYPE_CHECKING:
+    from conformance.program.translate import Program
 
 __all__ = ["main"]
 
