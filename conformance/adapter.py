@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from conformance.records.record import split_build
+
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
     import numpy as np
 
@@ -124,9 +126,43 @@ class Adapter:
 
     @classmethod
     def version_label(cls, version: str) -> str:
-        """The version a column names, given the installed distribution's (an adapter that runs a pair of
-        tools names both)."""
-        return version
+        """The version a column names, given the installed distribution's: the public release (``2.13.0``
+        whether the wheel reads ``2.13.0+cpu`` or ``2.13.0``: a build is recorded beside it, by
+        :meth:`build`); an adapter that runs a pair of tools names both."""
+        return split_build(version)[0]
+
+    @property
+    def build(self) -> str:
+        """Which build of the release is installed (``cpu``, ``cu128``, ``rocm6.2``): recorded beside the
+        version, never part of the column.  The distribution's local label where it has one, else what the
+        framework says of itself (:meth:`native_build`)."""
+        version = distribution_version(self.distributions) or ""
+        return split_build(version)[1] or self.native_build()
+
+    def native_build(self) -> str:
+        """The build as the framework reports it, for a wheel whose version carries no label."""
+        return "unknown"
+
+    def numpy_problem(self) -> str | None:
+        """None when the framework can exchange arrays with the installed NumPy, else what fails: a build
+        against another NumPy ABI (torch 2.0-2.2 under NumPy 2: "Failed to initialize NumPy") fails every
+        case that touches NumPy, a fault of the environment and never the framework's behaviour."""
+        import numpy as np
+
+        try:
+            back = np.asarray(self.numpy_round_trip(np.arange(3.0)))
+        except Exception as exc:  # noqa: BLE001 - whatever fails here fails every cell alike
+            what = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+            return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: a tensor to and from a NumPy "
+                    f"array raised {type(exc).__name__}: {what[:300]}")
+        if back.tolist() != [0.0, 1.0, 2.0]:
+            return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: [0.0, 1.0, 2.0] to a tensor "
+                    f"and back gave {back.tolist()[:10]}")
+        return None
+
+    def numpy_round_trip(self, array: np.ndarray) -> Any:
+        """*array* to a tensor and back, as the framework's users convert (the check of :meth:`numpy_problem`)."""
+        return array
 
     # -- facts about the installed framework -------------------------------------
 

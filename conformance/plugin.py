@@ -286,7 +286,7 @@ def _finished_cells(path: Path, chosen: list[str]) -> dict[Cell, dict[str, Any]]
         raise OptionError(f"cannot resume from {exc}") from None
     versions = {name: installed(name)[1] for name in chosen}
     for record in records:
-        framework, version = record["framework"], record["framework_version"]
+        framework, version = record["framework"], split_build(record["framework_version"])[0]
         if framework in versions and versions[framework] not in (None, version):
             raise OptionError(f"cannot resume from {path}: it holds records of {framework} {version}, and this "
                               f"environment has {framework} {versions[framework]}; give this run its own --results")
@@ -516,7 +516,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return outcome, LETTERS.get(outcome, "."), (outcome.upper(), {colour: True})
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a plugin: pluggy keeps plugins in a set, so hashed by identity
 class RunState:
     """What the controller keeps of this run while it runs: counts and where its records begin in the
     results file, never the records themselves (the end of the run reads them back, a record at a time),
@@ -574,6 +574,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     failed = False
     try:
         records = _this_runs_records(config, state)  # slim, for as long as the end of the run needs them
+        state.notes += _environment_faults(records) + _unchecked_columns(config, records)
         if records or state.interrupted:
             _write_summary(records, summary_path(config), state)
         if config.getoption("conformance_update_baselines") and records:
@@ -589,6 +590,45 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         failed = True
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _environment_faults(records: list[Record]) -> list[tuple[str, dict[str, bool]]]:
+    """One line per column whose framework cannot work in this environment (every cell an error)."""
+    faults: dict[str, tuple[str, int]] = {}
+    for record in records:
+        problem = record.details.get("environment")
+        if isinstance(problem, str):
+            label = record.column.label
+            faults[label] = (problem, faults.get(label, ("", 0))[1] + 1)
+    return [(f"error: {label}: {count} cell(s) not run, the environment is at fault: {problem}", {"red": True})
+            for label, (problem, count) in sorted(faults.items())]
+
+
+def _unchecked_columns(config: pytest.Config, records: list[Record]) -> list[tuple[str, dict[str, bool]]]:
+    """One line per column of this run that no baseline checked: its outcomes were recorded, and nothing
+    compared them with earlier ones (a version never recorded, or baselines left out)."""
+    counts: dict[Any, int] = {}
+    for record in records:
+        if record.outcome != "skipped":
+            counts[record.column] = counts.get(record.column, 0) + 1
+    if not counts or config.getoption("conformance_update_baselines"):
+        return []
+    store = baselines(config)
+    if store is None:
+        why = ("--no-baselines" if config.getoption("conformance_no_baselines")
+               else f"no baseline folder {_baseline_dir(config)[0]}")
+        return [(f"unchecked: {column.label}: {count} cell(s) recorded, none checked against a baseline ({why})",
+                 {"yellow": True}) for column, count in sorted(counts.items())]
+    lines = []
+    for column, count in sorted(counts.items()):
+        try:
+            missing = store.load(column) is None
+        except BaselineError:
+            continue  # refused before the run
+        if missing:
+            lines.append((f"unchecked: {column.label}: {count} cell(s) recorded, none checked: no baseline "
+                          f"{store.file(column)} (--update-baselines records one)", {"yellow": True}))
+    return lines
 
 
 def _prune(config: pytest.Config, state: RunState) -> bool:
@@ -646,7 +686,8 @@ def _findings(config: pytest.Config, state: RunState) -> Iterator[str]:
 
 
 def _write_summary(records: list[Record], path: Path, state: RunState) -> None:
-    text = render_summary(records)
+    text = render_summary(records, notes=[line for line, _ in state.notes
+                                          if line.startswith(("unchecked:", "error:"))])
     if state.interrupted:
         title, _, rest = text.partition("\n")
         text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "

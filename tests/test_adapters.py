@@ -11,6 +11,7 @@ from conformance.case.load import load_case, load_cases
 from conformance.engine import Engine
 from conformance.ops import OPS
 
+from .committed import committed_results
 from .conftest import ROOT, SEED, framework_params
 
 ALL_OPS = """
@@ -470,7 +471,7 @@ def test_committed_results_find_paddle_from_dlpack_in_every_release() -> None:
     """The committed paddle columns (2.6.2 included) ran the from_dlpack case: none calls it unsupported."""
     from conformance.records.results import iter_records
 
-    paddle_columns = sorted((ROOT / "reports" / "results").glob("paddle-*-cpu.jsonl"))
+    paddle_columns = [path for path in committed_results() if path.name.startswith("paddle-") and path.name.endswith("-cpu.jsonl")]
     assert any("2.6.2" in path.name for path in paddle_columns)
     cells = [r for r in iter_records(paddle_columns) if r.case == "from_dlpack_shares_array"]
     assert cells and all(r.outcome != "unsupported" for r in cells), [(r.framework_version, r.outcome) for r in cells]

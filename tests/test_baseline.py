@@ -10,6 +10,8 @@ from typing import Any
 from conformance.records.baseline import Baselines, summarize
 from conformance.records.results import load_records
 
+from .committed import committed_results
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -97,7 +99,7 @@ def test_committed_baselines_load_and_match_committed_results(tmp_path: Path) ->
     directory = tmp_path / "baselines"
     shutil.copytree(ROOT / "reports" / "baselines", directory)
     store = Baselines(directory)
-    records = load_records(sorted((ROOT / "reports" / "results").glob("*.jsonl")))
+    records = load_records(committed_results())
     assert records
     assert [change for r in records if (change := store.check(r))] == []
     before = {p.name: p.read_text() for p in directory.glob("*.json")}

@@ -8,7 +8,6 @@ built from a matrix the catalogue has moved away from.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -17,43 +16,10 @@ from conformance.case.load import load_cases
 from conformance.records.record import EAGER, Record
 from conformance.records.results import latest_by_cell, load_records
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "reports" / "results"
-BASELINES = ROOT / "reports" / "baselines"
-DEVICES = ("cpu", "gpu")
+from .committed import BASELINES, DEVICES, RESULTS, ROOT, committed_results, results_file, tox_columns
+
 #: What a committed column may not hold: a fault of the harness or of the machine it ran on.
 FAULTS = ("error", "crash", "timeout")
-
-
-def _expand(spec: str) -> list[str]:
-    """tox's brace expansion: ``compiled-{torch213,paddle331}`` -> two names."""
-    match = re.search(r"\{([^{}]*)\}", spec)
-    if not match:
-        return [spec]
-    return [name for part in match.group(1).split(",")
-            for name in _expand(spec[:match.start()] + part.strip() + spec[match.end():])]
-
-
-def tox_columns() -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """Every tox env of ``env_list`` that runs the catalogue: env -> (framework, version, modes)."""
-    text = (ROOT / "tox.ini").read_text()
-    listed = re.search(r"^env_list\s*=\s*(.*?)\n(?=\S|\n)", text, re.MULTILINE | re.DOTALL).group(1)
-    names = [name for spec in re.split(r",\s*(?![^{]*\})", " ".join(listed.split())) for name in _expand(spec)]
-    versions = dict(re.findall(r"^\s*(\w+):\s*VERSION\s*=\s*(\S+)", text, re.MULTILINE))
-    columns = {}
-    for name in names:
-        factors = name.split("-")
-        framework_factor = next((f for f in factors if f in versions), None)
-        if framework_factor is None:
-            continue  # tests, report, ...: no column of its own
-        framework = re.match(r"[a-z]+", framework_factor).group(0)
-        modes = tuple(adapter_classes()[framework].modes) if "compiled" in factors else (EAGER,)
-        columns[name] = (framework, versions[framework_factor], modes)
-    return columns
-
-
-def results_file(framework: str, version: str, device: str, modes: tuple[str, ...]) -> Path:
-    return RESULTS / f"{framework}-{version}-{device}{'' if modes == (EAGER,) else '-compiled'}.jsonl"
 
 
 def test_tox_lists_the_columns_it_runs() -> None:
@@ -81,7 +47,7 @@ def test_every_tox_column_is_committed_whole_and_current(env: str, device: str, 
     records: list[Record] = list(latest_by_cell(load_records([path])).values())
     problems = []
     for record in records:
-        if record.framework != framework or record.framework_version.split("+")[0] != version:
+        if record.framework != framework or record.framework_version != version:
             problems.append(f"{record.case}: a record of {record.framework} {record.framework_version}")
         elif record.device != device or record.mode not in modes:
             problems.append(f"{record.case}: a record of device {record.device}, mode {record.mode}")
@@ -124,7 +90,7 @@ def test_every_hand_written_hazard_has_a_remedy_verified_on_the_committed_column
     from conformance.report.remedies import check_remedies
 
     cases, _ = load_cases([ROOT / "cases"])
-    records = load_records(sorted(p for p in RESULTS.glob("*.jsonl") if p.name != "latest.jsonl"))
+    records = load_records(committed_results())
     checked = check_remedies(cases, records)
     assert not checked.problems, "\n".join(map(str, checked.problems[:40]))
     assert len(checked.remedied) >= 80

@@ -15,8 +15,10 @@ from conformance.records.explain import explain
 from conformance.records.record import Column, Record, RecordError, version_key
 from conformance.records.results import ResultsError, append_record, load_records, read_records
 
+from .committed import committed_results
+
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = sorted(p for p in (ROOT / "reports" / "results").glob("*.jsonl") if p.name != "latest.jsonl")  # latest: a run's own
+COMMITTED = committed_results()
 
 
 def raw(case: str = "c", outcome: str = "raises", **details: Any) -> dict[str, Any]:

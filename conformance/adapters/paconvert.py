@@ -105,6 +105,14 @@ class PaConvertAdapter(Adapter):
 
     # -- running and reading: paddle's -----------------------------------------------------------
 
+    @property
+    def build(self) -> str:
+        """The build of the paddle that runs the converted programs."""
+        return self.runner.build
+
+    def numpy_problem(self) -> str | None:
+        return self.writer.numpy_problem() or self.runner.numpy_problem()
+
     def device_problem(self, device: str) -> str | None:
         if device == "gpu" and self.runner.fw.device.is_compiled_with_cuda():
             # Looking for a GPU initialises CUDA in the worker, and a fork of a process that has cannot use it.

@@ -55,6 +55,14 @@ class PaddleAdapter(Adapter):
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 
+    def native_build(self) -> str:
+        """``cu123`` or ``cpu``, from ``paddle.version.cuda()`` (``'False'`` in a CPU build)."""
+        cuda = str(self.fw.version.cuda()) if hasattr(self.fw.version, "cuda") else "False"
+        return "cpu" if cuda in ("False", "", "None") else "cu" + cuda.replace(".", "")
+
+    def numpy_round_trip(self, array: np.ndarray) -> Any:
+        return self.fw.to_tensor(array).numpy()
+
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
             if not self.fw.device.is_compiled_with_cuda():

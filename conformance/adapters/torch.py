@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from conformance.adapter import Adapter, lit
@@ -32,6 +33,16 @@ class TorchAdapter(Adapter):
     )
     modes = {"compile": "torch.compile with its default backend (inductor)"}
 
+    def native_build(self) -> str:
+        """``cu128``, ``rocm6.2`` or ``cpu``, from ``torch.version`` (PyPI's wheels carry no label)."""
+        cuda, hip = getattr(self.fw.version, "cuda", None), getattr(self.fw.version, "hip", None)
+        if cuda:
+            return "cu" + cuda.replace(".", "")
+        return f"rocm{hip}" if hip else "cpu"
+
+    def numpy_round_trip(self, array: np.ndarray) -> Any:
+        return self.fw.from_numpy(array).numpy()
+
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
             if not self.fw.cuda.is_available():
@@ -46,6 +57,17 @@ class TorchAdapter(Adapter):
             return problem
         if not hasattr(self.fw, "compile"):
             return f"torch.compile does not exist in torch {self.version}"
+        try:  # torch 2.0 does not import its compiler with torch: its users import torch._dynamo themselves
+            dynamo = importlib.import_module("torch._dynamo")
+        except Exception as exc:  # noqa: BLE001 - a compiler that cannot load is this environment's limit
+            return f"torch._dynamo cannot be imported in torch {self.version}: {type(exc).__name__}: {exc}"
+        supported = getattr(getattr(dynamo, "eval_frame", None), "check_if_dynamo_supported", None)
+        try:  # torch.compile refuses a Python it does not support yet (3.11 before torch 2.1) before compiling
+            if supported is not None:
+                supported()
+        except Exception as exc:  # noqa: BLE001 - the refusal of this Python, not of a program
+            return (f"torch.compile is not supported by torch {self.version} on Python "
+                    f"{'.'.join(map(str, sys.version_info[:2]))}: {exc}")
         if device == "cpu" and not any(shutil.which(cc) for cc in (os.environ.get("CXX", "g++"), "c++", "clang++")):
             return "torch.compile's inductor backend needs a C++ compiler on a CPU, and none was found (CXX, g++, c++, clang++)"
         if device == "gpu" and importlib.util.find_spec("triton") is None:
@@ -57,7 +79,7 @@ class TorchAdapter(Adapter):
 
     def before_case(self, mode: str) -> None:
         if mode != "eager":  # compiled code of earlier cases must not count against recompile limits
-            self.fw._dynamo.reset()
+            importlib.import_module("torch._dynamo").reset()
 
     def compile_failure(self, exception: BaseException) -> bool:
         module = type(exception).__module__

@@ -17,7 +17,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 __all__ = ["Record", "Column", "RaisedException", "RecordError", "RAISE_KINDS", "EAGER", "version_key",
-           "as_record", "slim"]
+           "as_record", "slim", "split_build"]
 
 #: What a raise is about: an autograd safety check (version counter, leaf, view), an argument or API
 #: rejection (TypeError, wrong argument form, missing attribute), or anything else.  Records written
@@ -36,6 +36,22 @@ _FIELDS = frozenset(_REQUIRED_TEXT + _OPTIONAL_TEXT + _MAPPINGS + ("mode",))
 
 class RecordError(ValueError):
     """A value that is not a result record; the message names the field at fault."""
+
+
+#: A version's local label that names a build of the release rather than another release (PEP 440's
+#: ``+cpu``, ``+cu121``, ``+rocm6.2``, ``+xpu``, ``+cpu.cxx11.abi``): the column is the public version,
+#: the build is recorded beside it.  A local label of another meaning (``3.3.1+paddle3.3.1``, a converter
+#: paired with the framework it converts for) stays part of the version.
+_BUILD_LABEL = re.compile(r"(cpu|cu\d+|rocm\d[\w.]*|xpu|hip\d[\w.]*)([._-].*)?", re.IGNORECASE)
+
+
+def split_build(version: str) -> tuple[str, str | None]:
+    """(public version, build) of a framework's version: ``2.13.0+cpu`` -> (``2.13.0``, ``cpu``);
+    ``2.13.0`` -> (``2.13.0``, None), the build then being unknown from the version alone."""
+    public, plus, local = version.partition("+")
+    if plus and public and _BUILD_LABEL.fullmatch(local):
+        return public, local
+    return version, None
 
 
 def _natural(text: str) -> tuple[tuple[int, int, str], ...]:
@@ -148,11 +164,17 @@ class Record:
         mode = raw.get("mode") or EAGER
         if not isinstance(mode, str):
             raise RecordError(f"not a result record: field 'mode' is {mode!r}, not a string")
-        return cls(case=raw["case"], framework=raw["framework"], framework_version=raw["framework_version"],
+        # A record written when the build was part of the version (``2.13.0+cpu``) belongs to the column of
+        # the public version, its build kept beside it, so it is checked against the same baselines.
+        version, build = split_build(raw["framework_version"])
+        run_info = dict(raw.get("run_info") or {})
+        if build is not None:
+            run_info.setdefault("build", build)
+        return cls(case=raw["case"], framework=raw["framework"], framework_version=version,
                    device=raw["device"], outcome=raw["outcome"], case_file=raw.get("case_file"),
                    case_digest=raw.get("case_digest"), topic=raw.get("topic"), title=raw.get("title"), mode=mode,
                    details=dict(raw.get("details") or {}), timings=dict(raw.get("timings") or {}),
-                   run_info=dict(raw.get("run_info") or {}),
+                   run_info=run_info,
                    extra={k: v for k, v in raw.items() if k not in _FIELDS})
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,6 +196,18 @@ class Record:
     def cell(self) -> tuple[str, Column]:
         """What identifies the cell: a later record with the same key replaces an earlier one."""
         return self.case, self.column
+
+    @property
+    def build(self) -> str | None:
+        """The framework's build (``cpu``, ``cu128``), beside the version; None where it was not recorded."""
+        value = self.run_info.get("build")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def numpy(self) -> str | None:
+        """The NumPy version the cell ran with (it can change outcomes by itself)."""
+        value = self.run_info.get("numpy")
+        return value if isinstance(value, str) and value else None
 
     @property
     def exception(self) -> RaisedException | None:
@@ -228,7 +262,7 @@ class Record:
 
 
 #: What :func:`slim` keeps of a record's details: enough for a summary, a baseline entry and the counts.
-_SLIM_DETAILS = ("reason", "correct")
+_SLIM_DETAILS = ("reason", "correct", "environment")
 _SLIM_EXCEPTION = ("type", "kind", "phase")
 
 
@@ -243,7 +277,7 @@ def slim(value: Record | Mapping[str, Any]) -> Record:
         kept["exception"] = {key: exception[key] for key in _SLIM_EXCEPTION if key in exception}
     text = sys.intern
     return Record(case=text(data["case"]), framework=text(data["framework"]),
-                  framework_version=text(data["framework_version"]), device=text(data["device"]),
+                  framework_version=text(split_build(data["framework_version"])[0]), device=text(data["device"]),
                   outcome=text(data["outcome"]), topic=data.get("topic") and text(data["topic"]),
                   mode=text(data.get("mode") or EAGER), details=kept)
 

@@ -198,5 +198,8 @@ def run_info(cases_dir: Path | str, worker_info: dict[str, Any] | None, device: 
     if worker_info:
         info["gpu"] = (worker_info.get("device_names") or {}).get(device)
         info["framework_import_warnings"] = worker_info.get("import_warnings", [])
+        info["numpy"] = worker_info.get("numpy") or info["numpy"]  # the NumPy the framework ran with
+        if worker_info.get("build"):
+            info["build"] = worker_info["build"]
         info.update(worker_info.get("facts") or {})  # what the adapter adds (a converter: what it converts)
     return info

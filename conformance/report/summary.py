@@ -17,7 +17,9 @@ def column_name(record: Record | Mapping[str, Any]) -> str:
     return as_record(record).column.label
 
 
-def render_summary(records: Iterable[Record | Mapping[str, Any]]) -> str:
+def render_summary(records: Iterable[Record | Mapping[str, Any]], notes: Iterable[str] = ()) -> str:
+    """The table of this run's cells; *notes*: what the reader must know of the run as a whole (a column
+    no baseline checked, an environment at fault), listed under it."""
     cells = latest_by_cell(records)
     by_column: dict[Column, list[Record]] = {}
     for record in cells.values():
@@ -32,6 +34,9 @@ def render_summary(records: Iterable[Record | Mapping[str, Any]]) -> str:
         lines += table(["case"] + [text(c.label) for c in columns], rows)
     lines += [f"- {SYMBOLS['skipped']} {text(column.label)}: every cell skipped: {text(reason)}"
               for column, reason in sorted(skipped.items())]
+    notes = list(notes)
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {text(note)}" for note in notes]
     lines += ["", "Legend: " + "; ".join(f"{SYMBOLS[o]} {o}: {LABELS[o]}" for o in SYMBOLS), ""]
     return "\n".join(lines)
 

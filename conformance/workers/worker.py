@@ -328,6 +328,8 @@ def hello(adapter: Adapter, import_seconds: float, import_warnings: list[str],
         "device_names": {d: adapter.device_name(d) for d in devices if adapter.device_problem(d) is None},
         "python": platform.python_version(),
         "numpy": np.__version__,
+        "build": adapter.build,
+        "environment_problem": adapter.numpy_problem(),
         "pid": os.getpid(),
         "facts": adapter.facts(),
     }
@@ -349,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     import_warnings = [f"{w.category.__name__}: {w.message}" for w in log]
     adapter.start()
     _freeze_what_lasts()
-    protocol.write(json.dumps(hello(adapter, time.perf_counter() - started, import_warnings,
-                                    ["cpu", "gpu"])) + "\n")
+    greeting = hello(adapter, time.perf_counter() - started, import_warnings, ["cpu", "gpu"])
+    protocol.write(json.dumps(greeting) + "\n")
+    # A framework that cannot work in this environment (it cannot use the installed NumPy) runs no case:
+    # each cell is an error naming the cause, never a behaviour of the framework.
+    environment = greeting["environment_problem"]
     # A case is sent once per process, under a key; later requests name the key.  The most recently named
     # CASES_KEPT are kept, as the parent's record of what it sent (Worker.defined) keeps them, in step.
     cases: Recent[Any, Case] = Recent(CASES_KEPT)
@@ -362,7 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                 cases[key] = case_from_message(request)
             elif key in cases:
                 cases.move_to_end(key)
-            if request["cmd"] == "run":
+            if environment is not None and request["cmd"] in ("run", "render"):
+                reply = {"status": "error", "message": environment, "environment": environment}
+            elif request["cmd"] == "run":
                 if key is not None and key not in cases:
                     raise KeyError(f"case key {key!r} was never sent to this worker")
                 run = functools.partial(run_case, adapter, request, cases.get(key))
