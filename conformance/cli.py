@@ -364,22 +364,29 @@ def cmd_diff(args: argparse.Namespace) -> int:
                                          split_modes)
     from conformance.outputs import OutputError, check_writable, write_file
 
+    from conformance.report.upgrades import committed_side
+
+    def side(name: str) -> Any:
+        """A file, or a framework version by name (``torch==2.4.1``): its committed results files."""
+        return committed_side(name, args.committed) if "==" in name and not Path(name).exists() else load_side(name)
+
     try:
+        control = side(args.numpy_control) if args.numpy_control else None
         if args.modes:
             if args.new is not None:
                 raise BadInput("--modes compares the eager and compiled columns of ONE results file")
-            comparison = compare(*split_modes(load_side(args.old)))
+            comparison = compare(*split_modes(side(args.old)))
         elif args.nearest:
             if args.new is not None:
                 raise BadInput("--nearest compares ONE results file with the committed columns nearest it")
             from conformance.report.upgrades import nearest_side
 
-            mine = load_side(args.old)
-            comparison = compare(nearest_side(mine, args.committed), mine)
+            mine = side(args.old)
+            comparison = compare(nearest_side(mine, args.committed), mine, control)
         elif args.new is None:
-            raise BadInput("diff needs two files (or one file with --modes)")
+            raise BadInput("diff needs two files or versions (or one file with --modes or --nearest)")
         else:
-            comparison = compare(load_side(args.old), load_side(args.new))
+            comparison = compare(side(args.old), side(args.new), control)
         if args.markdown:
             check_writable(args.markdown)  # before printing, so a failed run prints only the error
     except (BadInput, OutputError) as exc:
@@ -569,9 +576,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "topic in the folder beside it named after it: COMPATIBILITY.md -> compatibility/]")
     report.set_defaults(func=cmd_report)
 
-    diff = sub.add_parser("diff", help="list every cell whose outcome changed between two files")
-    diff.add_argument("old", help="results (.jsonl) or baseline (.json) file")
-    diff.add_argument("new", nargs="?", help="results (.jsonl) or baseline (.json) file")
+    diff = sub.add_parser("diff", help="list every cell whose outcome changed between two files or versions")
+    diff.add_argument("old", help="results (.jsonl) or baseline (.json) file, or a committed version by name "
+                                  "(torch==2.4.1, paddle==3.0.0; torch==2.4 for the newest 2.4.x committed)")
+    diff.add_argument("new", nargs="?", help="the same, for the newer side")
+    diff.add_argument("--numpy-control", metavar="FILE",
+                      help="where the two sides ran with different NumPy: results of one side's framework "
+                           "version under the other side's NumPy, to tell a change NumPy made from one the "
+                           "framework made (without it, the diff says it cannot tell them apart)")
     diff.add_argument("--modes", action="store_true",
                       help="the eager -> compiled view of one results file: each compiled column against the "
                            "eager column of the same framework, version and device")
@@ -580,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "of the same framework, device and mode nearest its version: the same version, else "
                            "the newest below, else the oldest above")
     diff.add_argument("--committed", default=str(Path(DEFAULT_RESULTS).parent), metavar="DIR",
-                      help="where --nearest looks for committed results [%(default)s]")
+                      help="where --nearest and versions by name look for committed results [%(default)s]")
     diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
     diff.set_defaults(func=cmd_diff)
 

@@ -29,20 +29,21 @@ def _expand(spec: str) -> list[str]:
 
 
 def tox_columns() -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """Every tox env of ``env_list`` that runs the catalogue: env -> (framework, version, modes)."""
+    """Every results file set a tox env of ``env_list`` writes: ``torch213`` (eager) and ``torch213 compiled``
+    (every compiled mode of the framework, where it has one) -> (framework, version, modes)."""
     text = (ROOT / "tox.ini").read_text()
     listed = re.search(r"^env_list\s*=\s*(.*?)\n(?=\S|\n)", text, re.MULTILINE | re.DOTALL).group(1)
     names = [name for spec in re.split(r",\s*(?![^{]*\})", " ".join(listed.split())) for name in _expand(spec)]
     versions = dict(re.findall(r"^\s*(\w+):\s*VERSION\s*=\s*(\S+)", text, re.MULTILINE))
     columns = {}
     for name in names:
-        factors = name.split("-")
-        framework_factor = next((f for f in factors if f in versions), None)
-        if framework_factor is None:
+        if name not in versions:
             continue  # tests, report, ...: no column of its own
-        framework = re.match(r"[a-z]+", framework_factor).group(0)
-        modes = tuple(adapter_classes()[framework].modes) if "compiled" in factors else (EAGER,)
-        columns[name] = (framework, versions[framework_factor], modes)
+        framework = re.match(r"[a-z]+", name).group(0)
+        columns[name] = (framework, versions[name], (EAGER,))
+        modes = tuple(adapter_classes()[framework].modes)
+        if modes:
+            columns[f"{name} compiled"] = (framework, versions[name], modes)
     return columns
 
 

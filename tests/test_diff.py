@@ -41,6 +41,7 @@ OLD = [
     record("same", "aliases"),
     record("gone", "raises", **raised()),
     record("now_skipped", "raises", **raised()),
+    record("arrived", "unsupported", reason="torch.no_such has no parameter 'out'"),
 ]
 NEW = [
     record("to_wrong", "silent-wrong", version="3.0.0", max_error=0.25),
@@ -53,6 +54,7 @@ NEW = [
     record("same", "aliases", version="3.0.0"),
     record("added", "raises", version="3.0.0", **raised()),
     record("now_skipped", "skipped", version="3.0.0", reason="no GPU"),
+    record("arrived", "silent-wrong", version="3.0.0", max_error=0.5),  # new API: not "became wrong"
 ]
 
 
@@ -71,14 +73,18 @@ def test_severity_function() -> None:
     assert severity(Cell("silent-correct"), Cell("unsupported")) == 3
     assert severity(Cell("silent-wrong"), Cell("silent-correct")) == 3  # a fix is still listed
     assert severity(Cell("copies"), Cell("aliases")) == 4
-    assert severity(Cell("raises", "RuntimeError", "a"), Cell("raises", "ValueError", "a")) == 5
-    assert severity(Cell("raises", "E", "a", "op"), Cell("raises", "E", "a", "backward")) == 5
-    assert severity(Cell("raises", "E", "a"), Cell("raises", "E", "b")) == 5
+    assert severity(Cell("raises", "RuntimeError", "a"), Cell("raises", "ValueError", "a")) == 6
+    assert severity(Cell("raises", "E", "a", "op"), Cell("raises", "E", "a", "backward")) == 6
+    assert severity(Cell("raises", "E", "a"), Cell("raises", "E", "b")) == 6
+    # an API that arrives is new API, whatever it does: never "became wrong" (it existed nowhere before)
+    assert severity(Cell("unsupported"), Cell("silent-wrong")) == 5
+    assert severity(Cell("unsupported"), Cell("raises")) == 5
+    assert severity(Cell("unsupported"), Cell("error")) == 7
     assert severity(Cell("raises", "E", None), Cell("raises", "E", "b")) is None  # baseline: no message
     # run-specific tokens are not a message change
     assert severity(Cell("raises", "E", "Leaf Var (generated_tensor_20) at 0x7f3a"),
                     Cell("raises", "E", "Leaf Var (generated_tensor_31) at 0x7f99")) is None
-    assert severity(Cell("raises"), Cell("skipped")) == 6
+    assert severity(Cell("raises"), Cell("skipped")) == 7
 
 
 def test_upgrade_view_ranked_by_severity(tmp_path: Path, capsys) -> None:
@@ -87,7 +93,7 @@ def test_upgrade_view_ranked_by_severity(tmp_path: Path, capsys) -> None:
     assert status == 1
     assert "torch 2.6.2 cpu  ->  torch 3.0.0 cpu  (upgrade view)" in out
     headings = re.findall(r"^\[(\d)\] ", out, re.M)
-    assert headings == ["1", "2", "3", "4", "5", "6"]
+    assert headings == ["1", "2", "3", "4", "5", "6", "7"]
     lines = out.splitlines()
     order = [next(i for i, line in enumerate(lines) if line.startswith(f"  {case} "))
              for case in ("to_wrong", "warn_wrong", "to_crash", "raise_to_silent", "aliasing", "message",
@@ -102,9 +108,11 @@ def test_upgrade_view_ranked_by_severity(tmp_path: Path, capsys) -> None:
                                "now RuntimeError (backward): new | text") for line in lines)
     assert "  same " not in out
     assert "only in OLD: 1\n  gone [cpu]" in out and "only in NEW: 1\n  added [cpu]" in out
-    assert out.rstrip().splitlines()[-1].startswith("counts: 8 cells compared in 1 column pair(s); 2 became wrong, "
+    assert "[5] new API (unsupported before: the spelling, or the mode, arrived in this release): 1\n  arrived" in out
+    assert out.rstrip().splitlines()[-1].startswith("counts: 9 cells compared in 1 column pair(s); 2 became wrong, "
                                                     "1 newly crash/timeout, 1 behaviour changed, 1 aliases/copies, "
-                                                    "1 message-only, 1 not comparable; 1 only in OLD, 1 only in NEW")
+                                                    "1 new API, 1 message-only, 1 not comparable; 1 only in OLD, "
+                                                    "1 only in NEW")
 
 
 def test_exit_status_zero_without_severe_changes(tmp_path: Path, capsys) -> None:
@@ -173,7 +181,7 @@ def test_a_change_of_raise_kind_is_a_behaviour_change(tmp_path: Path, capsys) ->
     assert severity(Cell("raises", "RuntimeError", "a", kind="autograd"),
                     Cell("raises", "TypeError", "b", kind="rejection")) == 3
     assert severity(Cell("raises", "RuntimeError", "a", kind="autograd"),
-                    Cell("raises", "RuntimeError", "b", kind="autograd")) == 5
+                    Cell("raises", "RuntimeError", "b", kind="autograd")) == 6
     assert severity(Cell("raises", "RuntimeError", "a"), Cell("raises", "RuntimeError", "a", kind="other")) is None
     old = [record("kind", "raises", **with_kind("autograd")),
            record("text", "raises", **with_kind("autograd", message="old text")),
@@ -183,13 +191,13 @@ def test_a_change_of_raise_kind_is_a_behaviour_change(tmp_path: Path, capsys) ->
            record("unknown", "raises", version="3.0.0", **with_kind("rejection"))]
     assert run_diff(tmp_path, old, new) == 0
     out = capsys.readouterr().out
-    assert ("[3] behaviour changed (raises <-> silent, raises/unsupported, a different kind of raise, and other "
+    assert ("[3] behaviour changed (raises <-> silent, an API or mode gone, a different kind of raise, and other "
             "outcome changes): 1\n  kind [cpu]  raises -> raises  was RuntimeError (backward; kind autograd): "
             "modified by an inplace operation; now AttributeError (op; kind rejection): modified by an inplace "
             "operation") in out
     assert ("  text [cpu]  raises -> raises  was RuntimeError (backward; kind autograd): old text; "
             "now RuntimeError (backward; kind autograd): new text") in out
-    assert out.index("[3] ") < out.index("[5] ")
+    assert out.index("[3] ") < out.index("[6] ")
     assert "  unknown " not in out  # an old record has no kind: nothing to compare
 
 
@@ -235,7 +243,7 @@ def test_baseline_file_as_old(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert f"OLD: {baseline} (baseline)" in out
     assert "  a [cpu]  raises -> silent-wrong  was RuntimeError (backward); now max relative error 0.1" in out
-    assert "[5] " in out and "  b [cpu]  raises -> raises  was RuntimeError (backward); now RuntimeError (op)" in out
+    assert "[6] " in out and "  b [cpu]  raises -> raises  was RuntimeError (backward); now RuntimeError (op)" in out
     assert "  c " not in out
 
 
@@ -304,7 +312,7 @@ def test_markdown_escapes_pipes(tmp_path: Path) -> None:
     rows = [line for line in md.splitlines() if line.startswith("| `m`")]
     assert len(rows) == 1 and len(re.split(r"(?<!\\)\|", rows[0])) == 7
     assert "a \\| b" in rows[0] and "c \\| d" in rows[0]
-    assert "## 5. " in md
+    assert "## 6. " in md
     assert render_text(compare(load_side(old), load_side(new))).count("\n  m [cpu]") == 1
 
 
@@ -358,3 +366,54 @@ def test_the_eager_to_compiled_view_needs_both_kinds_of_column(tmp_path: Path, c
     eager_only = write(tmp_path / "eager.jsonl", [record("a", "raises", **raised())])
     assert main(["diff", "--modes", str(eager_only)]) == 2
     assert "needs eager and compiled columns" in capsys.readouterr().err
+
+
+def _under(numpy: str, records: list[dict[str, Any]], build: str = "cpu") -> list[dict[str, Any]]:
+    return [{**r, "run_info": {"numpy": numpy, "build": build}} for r in records]
+
+
+def test_columns_under_different_numpy_are_said_to_be_inseparable_without_a_control(tmp_path: Path, capsys) -> None:
+    old = _under("1.26.4", [record("a", "raises", **raised())])
+    new = _under("2.4.6", [record("a", "silent-correct", version="2.13.0")], build="cu128")
+    assert run_diff(tmp_path, old, new) == 0
+    out = capsys.readouterr().out
+    assert ("note: torch 2.6.2 cpu -> torch 2.13.0 cpu: NumPy differs (1.26.4 -> 2.4.6), and NumPy can change "
+            "outcomes by itself: a change below may be NumPy's rather than torch's, and this comparison cannot "
+            "tell them apart") in out
+    assert "builds differ (cpu -> cu128)" in out
+    same = _under("2.4.6", [record("a", "silent-correct", version="2.13.0")])
+    assert run_diff(tmp_path, _under("2.4.6", [record("a", "raises", **raised())]), same) == 0
+    assert "NumPy differs" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("control_version", ["2.6.2", "2.13.0"])
+def test_a_control_column_tells_numpys_changes_from_the_frameworks(tmp_path: Path, capsys,
+                                                                   control_version: str) -> None:
+    """a: NumPy's change (the old torch under the new NumPy already does it); b: torch's (it does not)."""
+    old = _under("1.26.4", [record("a", "raises", **raised()), record("b", "aliases")])
+    new = _under("2.4.6", [record("a", "silent-correct", version="2.13.0"),
+                           record("b", "copies", version="2.13.0")])
+    if control_version == "2.6.2":  # the old version under the new NumPy
+        control = _under("2.4.6", [record("a", "silent-correct"), record("b", "aliases")])
+    else:  # the new version under the old NumPy
+        control = _under("1.26.4", [record("a", "raises", version="2.13.0", **raised()),
+                                    record("b", "copies", version="2.13.0")])
+    path = write(tmp_path / "control.jsonl", control)
+    assert run_diff(tmp_path, old, new, "--numpy-control", str(path)) == 0
+    out = capsys.readouterr().out
+    assert f"each change is attributed by the control column torch {control_version} cpu" in out
+    assert re.search(r"^  a \[cpu\]  raises -> silent-correct .*\[the change is NumPy's\]$", out, re.M), out
+    assert re.search(r"^  b \[cpu\]  aliases -> copies .*\[the change is torch's\]$", out, re.M), out
+
+
+def test_versions_by_name_compare_their_committed_files(tmp_path: Path, capsys) -> None:
+    committed = tmp_path / "results"
+    committed.mkdir()
+    write(committed / "torch-2.4.1-cpu.jsonl", [record("a", "raises", version="2.4.1", **raised())])
+    write(committed / "torch-2.4.1-gpu.jsonl", [record("a", "skipped", version="2.4.1", device="gpu")])
+    write(committed / "torch-2.15.0-cpu.jsonl", [record("a", "silent-wrong", version="2.15.0", max_error=0.5)])
+    assert main(["diff", "torch==2.4", "torch==2.15.0", "--committed", str(committed)]) == 1
+    out = capsys.readouterr().out
+    assert "torch 2.4.1 cpu  ->  torch 2.15.0 cpu  (upgrade view)" in out and "gpu" not in out.split("[1]")[0]
+    assert main(["diff", "torch==2.3.0", "torch==2.15.0", "--committed", str(committed)]) == 2
+    assert "no committed results of torch 2.3.0" in capsys.readouterr().err

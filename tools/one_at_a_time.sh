@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run framework versions one at a time: for each tox env named (torch21, paddle331, ...), its eager env and
-# its compiled-* env (which share one install), then remove that install, so that the disk holds one
-# framework (a torch build from PyPI is 4-7 GB) at a time.  Arguments after -- go to `conformance run`
+# Run framework versions one at a time: each tox env named (torch21, paddle331, ...; eager, then compiled,
+# on one install), then remove that install, so that the disk holds one framework (a torch build from PyPI
+# is 4-7 GB) at a time.  Arguments after -- go to `conformance run`
 # (e.g. --update-baselines for a version recorded for the first time).
 #   tools/one_at_a_time.sh torch20 torch21 torch22 -- --update-baselines
 # Exit status: 0 when every env passed, else 1 (each env is still tried); the failed envs are listed.
@@ -23,7 +23,7 @@ for env in "${envs[@]}"; do
     failed+=("$env"); continue
   fi
   echo "== $env ($(date -u +%H:%M:%S))"
-  "$tox" -e "$env,compiled-$env" -- "$@" || failed+=("$env")
+  "$tox" -e "$env" -- "$@" || failed+=("$env")
   rm -rf -- "$dir"
 done
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from conformance.records.explain import explain, raised_brief
 from conformance.records.record import EAGER, Column, Record
@@ -22,19 +22,21 @@ __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "lo
            "severity", "compare", "render_text", "render_markdown", "markdown_sections", "short_counts", "exit_status",
            "SHORT_NAMES"]
 
-WRONG, CRASH, BEHAVIOUR, MEMORY, MESSAGE, NOT_COMPARABLE = 1, 2, 3, 4, 5, 6
+WRONG, CRASH, BEHAVIOUR, MEMORY, NEW_API, MESSAGE, NOT_COMPARABLE = 1, 2, 3, 4, 5, 6, 7
 #: Severity -> heading, most dangerous first.  1 and 2 make the exit status 1.
 SEVERITIES = {
-    WRONG: "became wrong (silent-wrong, or warns with a wrong result)",
+    WRONG: "became wrong (silent-wrong, or warns with a wrong result) for a spelling that existed before",
     CRASH: "newly crash or timeout",
-    BEHAVIOUR: "behaviour changed (raises <-> silent, raises/unsupported, a different kind of raise, "
+    BEHAVIOUR: "behaviour changed (raises <-> silent, an API or mode gone, a different kind of raise, "
                "and other outcome changes)",
     MEMORY: "memory semantics changed (aliases <-> copies)",
+    NEW_API: "new API (unsupported before: the spelling, or the mode, arrived in this release)",
     MESSAGE: "same outcome and raise kind, different exception type, message or phase",
     NOT_COMPARABLE: "not comparable (skipped or harness error on one side)",
 }
 SHORT_NAMES = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
-          MEMORY: "aliases/copies", MESSAGE: "message-only", NOT_COMPARABLE: "not comparable"}
+               MEMORY: "aliases/copies", NEW_API: "new API", MESSAGE: "message-only",
+               NOT_COMPARABLE: "not comparable"}
 _SEVERE = (WRONG, CRASH)
 
 
@@ -68,6 +70,27 @@ class Side:
     path: str
     kind: str  # "results" or "baseline"
     columns: dict[Column, dict[str, Cell]]
+    #: What each column ran with besides the framework (results only; a baseline records neither):
+    #: the NumPy versions and the builds (cpu, cu128) of its records.
+    numpy: dict[Column, set[str]] = field(default_factory=dict)
+    builds: dict[Column, set[str]] = field(default_factory=dict)
+
+    def only(self, columns: Iterable[Column], path: str | None = None) -> Side:
+        """The same side with only *columns* (what each ran with kept)."""
+        kept = list(columns)
+        return Side(path or self.path, self.kind, {c: self.columns[c] for c in kept},
+                    {c: self.numpy[c] for c in kept if c in self.numpy},
+                    {c: self.builds[c] for c in kept if c in self.builds})
+
+    @classmethod
+    def merged(cls, sides: Sequence[Side]) -> Side:
+        """One side of the columns of several (each column from one of them)."""
+        merged = cls(", ".join(dict.fromkeys(side.path for side in sides)), sides[0].kind if sides else "results", {})
+        for side in sides:
+            merged.columns.update(side.columns)
+            merged.numpy.update(side.numpy)
+            merged.builds.update(side.builds)
+        return merged
 
 
 def _cell_from_record(record: Record) -> Cell:
@@ -115,12 +138,14 @@ def load_side(path: Path | str) -> Side:
         records = load_records([path])
     except ResultsError as exc:
         raise BadInput(str(exc)) from None
-    columns: dict[Column, dict[str, Cell]] = {}
+    side = Side(str(path), "results", {})
     for (case, column), record in latest_by_cell(records).items():
-        columns.setdefault(column, {})[case] = _cell_from_record(record)
-    if not columns:
+        side.columns.setdefault(column, {})[case] = _cell_from_record(record)
+        side.numpy.setdefault(column, set()).update([record.numpy] if record.numpy else [])
+        side.builds.setdefault(column, set()).update([record.build] if record.build else [])
+    if not side.columns:
         raise BadInput(f"{path}: no results records in this file")
-    return Side(str(path), "results", columns)
+    return side
 
 
 def pair_columns(old: Side, new: Side) -> tuple[list[tuple[Column, Column]], list[Column], list[Column]]:
@@ -179,7 +204,10 @@ def split_modes(side: Side) -> tuple[Side, Side]:
 
 
 def severity(old: Cell, new: Cell) -> int | None:
-    """How much a change matters (1 = most); None when nothing a reader cares about changed."""
+    """How much a change matters (1 = most); None when nothing a reader cares about changed.  A spelling
+    that did not exist before (unsupported) is new API whatever it does now: it cannot have become wrong."""
+    if old.outcome == "unsupported" and new.outcome not in ("unsupported", "skipped", "error"):
+        return NEW_API
     if new.wrong and not (old.outcome == new.outcome and old.correct in (new.correct, None)):
         return WRONG
     if new.outcome in ("crash", "timeout") and old.outcome != new.outcome:
@@ -212,6 +240,9 @@ class Change:
     pair: tuple[Column, Column]
     old: Cell
     new: Cell
+    #: Where the two columns ran with different NumPy and a control column tells: "NumPy" (the switch of
+    #: NumPy alone gives the change), the framework's name (its own version gives it), or "both".
+    cause: str | None = None
 
 
 @dataclass
@@ -225,9 +256,14 @@ class Comparison:
     only_old: list[tuple[str, tuple[Column, Column]]] = field(default_factory=list)
     only_new: list[tuple[str, tuple[Column, Column]]] = field(default_factory=list)
     compared: int = 0
+    #: What the reader must know before reading the changes: the columns ran with different NumPy (which
+    #: can change outcomes by itself) or builds, and whether a control column told the causes apart.
+    notes: list[str] = field(default_factory=list)
 
 
-def compare(old: Side, new: Side) -> Comparison:
+def compare(old: Side, new: Side, control: Side | None = None) -> Comparison:
+    """Every changed cell of the paired columns.  *control*: results of one side's framework version run
+    under the other side's NumPy, which tells a change NumPy made from one the framework made."""
     pairs, unpaired_old, unpaired_new = pair_columns(old, new)
     if not pairs:
         raise BadInput(f"no column of {old.path} ({_columns(old)}) matches a column of {new.path} "
@@ -235,6 +271,7 @@ def compare(old: Side, new: Side) -> Comparison:
     result = Comparison(old, new, pairs, unpaired_old, unpaired_new)
     for pair in pairs:
         before, after = old.columns[pair[0]], new.columns[pair[1]]
+        cause = _numpy_cause(result, pair, control)
         for case in sorted(set(before) | set(after)):
             if case not in after:
                 result.only_old.append((case, pair))
@@ -244,9 +281,72 @@ def compare(old: Side, new: Side) -> Comparison:
                 result.compared += 1
                 rank = severity(before[case], after[case])
                 if rank is not None:
-                    result.changes.append(Change(rank, case, pair, before[case], after[case]))
+                    result.changes.append(Change(rank, case, pair, before[case], after[case],
+                                                 cause(case) if cause else None))
     result.changes.sort(key=lambda c: (c.severity, c.pair[1].sort_key, c.case))
     return result
+
+
+def _one(values: set[str] | None) -> str:
+    return ", ".join(sorted(values)) if values else "not recorded"
+
+
+def _numpy_cause(result: Comparison, pair: tuple[Column, Column], control: Side | None) -> Any:
+    """Note what differs between the pair's environments; where NumPy does and *control* holds the
+    framework version of one side under the other side's NumPy, the function that tells a change's cause."""
+    a, b = pair
+    builds = (result.old.builds.get(a), result.new.builds.get(b))
+    if all(builds) and builds[0] != builds[1] and a.framework == b.framework:
+        result.notes.append(f"{a.label} -> {b.label}: builds differ ({_one(builds[0])} -> {_one(builds[1])}); "
+                            f"the column is the release, whichever build ran it")
+    numpy = (result.old.numpy.get(a), result.new.numpy.get(b))
+    if not all(numpy) or numpy[0] == numpy[1]:
+        return None
+    lead = (f"{a.label} -> {b.label}: NumPy differs ({_one(numpy[0])} -> {_one(numpy[1])}), and NumPy can "
+            f"change outcomes by itself")
+    found = _control_column(control, a, b, numpy) if control is not None else None
+    if found is None:
+        result.notes.append(f"{lead}: a change below may be NumPy's rather than {b.framework}'s, and this "
+                            f"comparison cannot tell them apart (give --numpy-control with {a.framework} "
+                            f"{a.version} run under NumPy {_one(numpy[1])}, or {b.version} under "
+                            f"{_one(numpy[0])}, where that NumPy installs)")
+        return None
+    column, same_version_as_old = found
+    assert control is not None
+    cells = control.columns[column]
+    result.notes.append(f"{lead}: each change is attributed by the control column {column.label} under NumPy "
+                        f"{_one(control.numpy.get(column))} ({control.path})")
+
+    def cause(case: str) -> str | None:
+        if case not in cells:
+            return None
+        before, middle, after = (result.old.columns[a].get(case), cells[case], result.new.columns[b].get(case))
+        if before is None or after is None:
+            return None
+        # control = the old version under the new NumPy: NumPy alone changes what NumPy explains; control =
+        # the new version under the old NumPy: there, what it still does like the old one is NumPy's change.
+        numpy_step, framework_step = ((before, middle), (middle, after)) if same_version_as_old else \
+            ((middle, after), (before, middle))
+        numpy_changes = severity(*numpy_step) is not None
+        framework_changes = severity(*framework_step) is not None
+        if numpy_changes and framework_changes:
+            return "both"
+        return "NumPy" if numpy_changes else b.framework if framework_changes else None
+
+    return cause
+
+
+def _control_column(control: Side, a: Column, b: Column,
+                    numpy: tuple[set[str] | None, set[str] | None]) -> tuple[Column, bool] | None:
+    """The control's column of *a*'s version under *b*'s NumPy (True) or *b*'s under *a*'s (False)."""
+    for column, ran_with in control.numpy.items():
+        if (column.framework, column.device, column.mode) != (b.framework, b.device, b.mode):
+            continue
+        if column.version == a.version and ran_with == numpy[1]:
+            return column, True
+        if column.version == b.version and ran_with == numpy[0]:
+            return column, False
+    return None
 
 
 def exit_status(comparison: Comparison) -> int:
@@ -281,12 +381,14 @@ def _label(cell: Cell) -> str:
 
 
 def _detail(change: Change) -> str:
+    cause = f" [the change is {change.cause}'s]" if change.cause and change.cause != "both" else \
+        " [NumPy and the framework both change it]" if change.cause else ""
     old, new = change.old.brief, change.new.brief
     if change.severity == MESSAGE or (old and new and old != new):
-        return f"was {old or '-'}; now {new or '-'}"
+        return f"was {old or '-'}; now {new or '-'}" + cause
     if old and old != new:
-        return f"was {old}"
-    return new
+        return f"was {old}" + cause
+    return new + cause
 
 
 def _counts(comparison: Comparison) -> str:
@@ -304,6 +406,7 @@ def render_text(comparison: Comparison) -> str:
               for c in comparison.unpaired_old]
     lines += [f"  not compared: NEW column {c.label} has no single counterpart in OLD"
               for c in comparison.unpaired_new]
+    lines += [f"note: {note}" for note in comparison.notes]
     if not comparison.changes:
         lines.append("\nno outcome changed")
     for rank, heading in SEVERITIES.items():
@@ -342,6 +445,7 @@ def markdown_sections(comparison: Comparison, level: int) -> list[str]:
                   [[text(a.label), text(b.label), _view((a, b))] for a, b in comparison.pairs])
     lines += [f"- not compared: OLD column {text(c.label)}" for c in comparison.unpaired_old]
     lines += [f"- not compared: NEW column {text(c.label)}" for c in comparison.unpaired_new]
+    lines += (["", *(f"- **Note**: {text(note)}" for note in comparison.notes)] if comparison.notes else [])
     if not comparison.changes:
         lines += ["", "No outcome changed."]
     for rank, name in SEVERITIES.items():

@@ -17,7 +17,7 @@ from conformance.report.diff import (SHORT_NAMES, BadInput, Comparison, Side, co
                                      short_counts)
 from conformance.report.markdown import table, text
 
-__all__ = ["upgrade_chain", "render_upgrades", "nearest_side"]
+__all__ = ["upgrade_chain", "render_upgrades", "nearest_side", "committed_side"]
 
 
 def _runs(column_cells: dict[str, object]) -> bool:
@@ -32,7 +32,7 @@ def upgrade_chain(paths: Iterable[Path | str]) -> list[Comparison]:
         side = load_side(path)
         for column, cells in side.columns.items():
             if _runs(cells):
-                one = Side(side.path, side.kind, {column: cells})
+                one = side.only([column])
                 lines.setdefault((column.framework, column.device, column.mode), []).append((column, one))
     chain = []
     for key in sorted(lines):
@@ -87,9 +87,8 @@ def nearest_side(new: Side, directory: Path | str) -> Side:
         for column, cells in side.columns.items():
             if _runs(cells):
                 committed.setdefault((column.framework, column.device, column.mode), []).append(
-                    (column, Side(side.path, side.kind, {column: cells})))
-    chosen: dict[Column, dict] = {}
-    paths = []
+                    (column, side.only([column])))
+    chosen: list[Side] = []
     for column in sorted(new.columns):
         candidates = committed.get((column.framework, column.device, column.mode), [])
         if not candidates:
@@ -100,10 +99,29 @@ def nearest_side(new: Side, directory: Path | str) -> Side:
                        key=lambda c: c[0].sort_key)
         above = sorted((c for c in candidates if version_key(c[0].version.split("+")[0]) > mine),
                        key=lambda c: c[0].sort_key)
-        old_column, old_side = (same or below[-1:] or above[:1])[0]
-        chosen[old_column] = old_side.columns[old_column]
-        paths.append(old_side.path)
+        chosen.append((same or below[-1:] or above[:1])[0][1])
     if not chosen:
         raise BadInput(f"no committed column in {directory} is of the framework, device and mode of "
                        f"{new.path} ({', '.join(c.label for c in sorted(new.columns))})")
-    return Side(", ".join(dict.fromkeys(paths)), "results", chosen)
+    return Side.merged(chosen)
+
+
+def committed_side(name: str, directory: Path | str) -> Side:
+    """The committed columns of a framework version named ``torch==2.4.1`` (every device and mode); a
+    version without its patch (``torch==2.4``) names the newest committed release of that line."""
+    from conformance.records.record import version_key
+
+    framework, _, version = name.partition("==")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", framework) or not version:
+        raise BadInput(f"{name}: neither a file nor a version by name (FRAMEWORK==VERSION, e.g. torch==2.4.1)")
+    files: dict[str, list[Path]] = {}
+    for path in sorted(Path(directory).glob(f"{framework}-*.jsonl")):
+        found = re.fullmatch(rf"{re.escape(framework)}-(.+?)-(cpu|gpu)(-compiled)?\.jsonl", path.name)
+        if found and (found.group(1) == version or found.group(1).startswith(version + ".")):
+            files.setdefault(found.group(1), []).append(path)
+    if not files:
+        raise BadInput(f"{name}: no such file, and no committed results of {framework} {version} in {directory}")
+    newest = max(files, key=version_key)
+    sides = [load_side(path) for path in files[newest]]
+    ran = [side.only([c for c, cells in side.columns.items() if _runs(cells)]) for side in sides]
+    return Side.merged([side for side in ran if side.columns] or sides)  # a column never run (no GPU) is left out

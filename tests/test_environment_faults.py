@@ -1,0 +1,64 @@
+"""A framework that cannot work in its environment is never recorded as behaving: torch 2.0-2.2 were built
+against NumPy 1 and, under NumPy 2, import with "Failed to initialize NumPy" and refuse every conversion
+("Numpy is not available").  Each cell is then an error naming NumPy, and the run says so in one line.
+
+It needs that environment for real: ``tox -e numpy-fault`` installs torch 2.1.2 under NumPy 2 and runs this
+file (.ci/run does); elsewhere it is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from .runs import run_cli
+
+SEED = Path(__file__).resolve().parent.parent / "cases" / "seed"
+
+
+def _versions() -> tuple[Version | None, Version | None]:
+    found = []
+    for dist in ("torch", "numpy"):
+        try:
+            found.append(Version(importlib.metadata.version(dist)))
+        except importlib.metadata.PackageNotFoundError:
+            found.append(None)
+    return found[0], found[1]
+
+
+TORCH, NUMPY = _versions()
+pytestmark = pytest.mark.skipif(
+    TORCH is None or NUMPY is None or not (TORCH.release < (2, 3) and NUMPY.release >= (2,)),
+    reason=f"needs torch < 2.3 under NumPy 2 (here torch {TORCH}, NumPy {NUMPY}): `tox -e numpy-fault` "
+           f"installs torch 2.1.2 with NumPy 2 and runs this file")
+
+
+def test_torch_built_for_numpy_1_under_numpy_2_is_an_error_naming_numpy(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "run", str(SEED), "--framework", "torch", "--device", "cpu", "--no-baselines",
+                     "--results", "r.jsonl", "--summary", "s.md")
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert records and result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    outcomes = {record["outcome"] for record in records}
+    assert outcomes == {"error"}, outcomes
+    for record in records:
+        assert "cannot use NumPy" in record["details"]["message"], record["details"]
+        assert record["run_info"]["numpy"] == str(NUMPY)
+    lines = [line for line in result.stdout.splitlines()
+             if line.startswith("error: ") and "the environment is at fault" in line]
+    assert len(lines) == 1 and f"torch {TORCH.public} cpu" in lines[0] and "NumPy" in lines[0], result.stdout[-3000:]
+    assert "the environment is at fault" in (tmp_path / "s.md").read_text()
+
+
+def test_the_same_torch_under_numpy_1_is_not_at_fault(tmp_path: Path) -> None:
+    """The check is of this environment, not of the torch version: the committed torch 2.1.2 column ran
+    under NumPy 1.26.4 (constraints/numpy1.txt) with no error."""
+    committed = Path(__file__).resolve().parent.parent / "reports" / "results" / f"torch-{TORCH.public}-cpu.jsonl"
+    if not committed.is_file():
+        pytest.skip(f"no committed column {committed.name}")
+    records = [json.loads(line) for line in committed.read_text().splitlines()]
+    assert {r["run_info"]["numpy"] for r in records} == {"1.26.4"}
+    assert not [r["case"] for r in records if r["outcome"] == "error"]
