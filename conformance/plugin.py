@@ -34,7 +34,7 @@ from conformance.lean import COUNTED, RAN, count_progress_only
 from conformance.outputs import ResultsLock, check_outputs, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
-from conformance.records.record import Record, slim
+from conformance.records.record import Record, slim, split_build
 from conformance.records.results import ResultsError, ResultsFile, read_records
 from conformance.report.summary import column_name, render_summary
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,

@@ -189,7 +189,7 @@ def test_pipes_and_newlines_are_escaped(tmp_path: Path) -> None:
     assert any("Linux \\| odd kernel" in line for line in tables)
     assert any(f"`{tmp_path}/r\\|x.jsonl`" in line for line in tables)
     widths = {len(cells_of(line)) for line in tables if line.startswith("| ") and "---" not in line}
-    assert widths == {2, 9}  # the matrix (case + 1 column) and the sources table
+    assert widths == {2, 10}  # the matrix (case + 1 column) and the sources table
     assert "x \\| y \\<z\\>" in report
     assert "bad \\| worse" in report and "line two" not in report
 

@@ -84,7 +84,7 @@ class Source:
     run_info: dict[str, list[str]] = field(default_factory=dict)
 
 
-_INFO_KEYS = ("python", "os", "cpu", "gpu", "numpy", "cases_revision")
+_INFO_KEYS = ("python", "os", "cpu", "gpu", "build", "numpy", "cases_revision")
 
 
 def load_sources(paths: Sequence[Path | str]) -> tuple[list[Record], list[Source]]:
@@ -201,7 +201,7 @@ def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) 
         rows.append([code(source.path), str(source.records),
                      ", ".join(text(c.label) for c in source.columns) or "none"]
                     + [text(", ".join(info.get(k, [])) or "–") for k in _INFO_KEYS])
-    lines += table(["results file", "records", "columns", "Python", "OS", "CPU", "GPU", "NumPy",
+    lines += table(["results file", "records", "columns", "Python", "OS", "CPU", "GPU", "build", "NumPy",
                     "cases revision"], rows)
     lines += ["", "Legend: " + " · ".join(f"{SYMBOLS[o]} **{o}**: {LABELS[o]}" for o in ORDER)
               + " · empty: the case was not in that results file.", ""]
