@@ -31,7 +31,7 @@ from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.lean import COUNTED, RAN, count_progress_only
-from conformance.outputs import ResultsLock, check_outputs, write_file
+from conformance.outputs import OutputError, ResultsLock, check_outputs, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.record import Record, slim, split_build
@@ -585,6 +585,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             by_outcome = state.counts.setdefault(column_name(record), {})
             by_outcome[record.outcome] = by_outcome.get(record.outcome, 0) + 1
         state.stale = _stale(config, records)
+    except OutputError as exc:  # a baseline or the summary that could not be written: the old one is whole
+        state.notes.append((f"error: {exc}", {"red": True}))
+        failed = True
     except OSError as exc:
         state.notes.append((f"error: cannot write {exc.filename}: {exc.strerror or exc}", {"red": True}))
         failed = True

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from conformance.outputs import OutputError
 from conformance.records.baseline import Baselines, summarize
 from conformance.records.results import load_records
 
@@ -105,3 +110,48 @@ def test_committed_baselines_load_and_match_committed_results(tmp_path: Path) ->
     before = {p.name: p.read_text() for p in directory.glob("*.json")}
     store.update(records)  # rewriting from the same results changes nothing
     assert {p.name: p.read_text() for p in directory.glob("*.json")} == before
+
+
+@pytest.fixture
+def full_filesystem(tmp_path: Path):
+    """A real 256 KiB tmpfs, mounted for the test (root only; skipped where mounting is not allowed)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _fill(directory: Path) -> None:
+    """Fill the filesystem of *directory* to its last byte."""
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (65536, 4096, 1):
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                continue
+    finally:
+        os.close(fd)
+
+
+def test_updating_baselines_on_a_full_filesystem_leaves_the_old_file_whole(full_filesystem: Path) -> None:
+    directory = full_filesystem / "baselines"
+    directory.mkdir()
+    store = Baselines(directory)
+    store.update([record(f"case_{n}", "raises") for n in range(40)])
+    path = directory / "paddle-3.3.1-cpu.json"
+    before = path.read_bytes()
+    _fill(full_filesystem)
+    with pytest.raises(OutputError, match=f"cannot write {path}: No space left on device"):
+        Baselines(directory).update([record(f"case_{n}", "silent-correct") for n in range(80)])
+    assert path.read_bytes() == before and json.loads(before)["cells"]["case_0"]["outcome"] == "raises"
+    with pytest.raises(OutputError):
+        Baselines(directory).prune(["case_0"])
+    assert path.read_bytes() == before
+    assert not [p.name for p in directory.iterdir() if p.name.startswith(".")], "a temporary file was left"

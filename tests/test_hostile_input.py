@@ -185,6 +185,25 @@ def test_a_project_whose_conftest_adds_common_option_names_still_starts(tmp_path
 
 
 @needs_framework
+def test_a_project_with_its_own_conftest_and_testpaths_runs_every_cell(tmp_path: Path) -> None:
+    """pluggy keeps plugins in a set: the run's state, registered as one, must hash (it stopped at the first
+    cell with INTERNALERROR 'unhashable type: RunState' in a project with its own tests/conftest.py)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text("")
+    (tmp_path / "tests" / "test_mine.py").write_text("def test_one():\n    assert True\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests cases\n")
+    write_case(tmp_path / "cases", QUICK, "quick_one")
+    write_case(tmp_path / "cases", QUICK, "quick_two")
+    run = run_pytest(tmp_path, "--conformance", "--conformance-framework", FRAMEWORK,
+                     "--conformance-device", "cpu", "--conformance-results", "r.jsonl",
+                     "--conformance-summary", "s.md", "--conformance-no-baselines")
+    output = run.stdout + run.stderr
+    assert run.returncode == 0 and "INTERNALERROR" not in output, output[-3000:]
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 2
+    assert "1 passed" in output and (tmp_path / "s.md").is_file()
+
+
+@needs_framework
 def test_the_parents_memory_is_flat_in_the_number_of_cells(tmp_path: Path) -> None:
     """The parent lets go of each cell once it ran: its item (and with it its file's node and case), its
     reports (the terminal counts a shared stand-in, and its progress count keeps only the node ids in

@@ -7,7 +7,8 @@ fails, explaining old vs new, when it changed.  One JSON file per column:
 other than eager).
 
 Updating merges: a run over a subset of cases must not erase what the others
-recorded.  Entries go away only through :meth:`Baselines.prune`, which says
+recorded; a file is written aside and renamed over the old one, so a full disk
+leaves the old file whole.  Entries go away only through :meth:`Baselines.prune`, which says
 what it removed.
 """
 
@@ -17,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from conformance.outputs import write_file
 from conformance.records.explain import explain
 from conformance.records.record import EAGER, Column, Record, as_record
 from conformance.records.results import latest_by_cell
@@ -124,7 +126,7 @@ class Baselines:
                                    "device": column.device, "cells": dict(sorted(cells.items()))}
         if column.mode != EAGER:
             content["mode"] = column.mode
-        path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(content, indent=2, sort_keys=True) + "\n")  # aside, then renamed over it
         self._cache.pop(str(path), None)
         return path
 
@@ -165,7 +167,7 @@ class Baselines:
             if not gone:
                 continue
             content["cells"] = {case: entry for case, entry in content["cells"].items() if case in known}
-            path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            write_file(path, json.dumps(content, indent=2, sort_keys=True) + "\n")  # never half written
             self._cache.pop(str(path), None)
             removed += [(path, case) for case in gone]
         return removed
