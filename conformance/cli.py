@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 from conformance.settings import (BAD_INPUT, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, INTERRUPTED, OptionError,
-                                  check_frameworks, check_modes, results_file, seconds)
+                                  check_framework_modes, check_frameworks, check_modes, results_file,
+                                  timeout_argument)
 
 __all__ = ["main"]
 
@@ -37,9 +38,13 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
 
     from conformance.outputs import check_outputs
 
+    from conformance.workers.faults import memory_limit
+
     check_frameworks(args.framework or [], adapter_classes())
+    memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
     environment_modes = [m.strip() for m in os.environ.get("CONFORMANCE_MODES", "").split(",") if m.strip()]
     check_modes(args.mode or environment_modes, adapter_classes())
+    check_framework_modes(args.framework or [], args.mode or environment_modes, adapter_classes())
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise OptionError(f"no such path: {', '.join(missing)}")
@@ -529,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "compile (torch), to_static, to_static_full_graph (paddle); repeatable")
     run.add_argument("--results", help=f"results file [env CONFORMANCE_RESULTS; default {DEFAULT_RESULTS}]")
     run.add_argument("--summary", default=DEFAULT_SUMMARY, help=f"summary table [{DEFAULT_SUMMARY}]")
-    run.add_argument("--timeout", type=_timeout, metavar="SECONDS",
+    run.add_argument("--timeout", type=timeout_argument, metavar="SECONDS",
                      help="the longest a cell may run before its worker is killed; caps a case's own timeout")
     run.add_argument("-n", "--workers", help="pytest-xdist processes (a number or 'auto')")
     run.add_argument("--baselines", help="baseline directory to check outcomes against "
@@ -645,13 +650,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(BAD_INPUT, f"{self.prog}: error: {message}\n")
-
-
-def _timeout(raw: str) -> float:
-    try:
-        return seconds("--timeout", raw)
-    except OptionError:
-        raise argparse.ArgumentTypeError(f"not a positive, finite number of seconds: {raw!r}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -38,8 +38,9 @@ from conformance.records.record import Record, slim, split_build
 from conformance.records.results import ResultsError, ResultsFile, read_records
 from conformance.report.summary import column_name, render_summary
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,
-                                  baseline_dir, check_frameworks, check_modes, modes_for,
+                                  baseline_dir, check_framework_modes, check_frameworks, check_modes, modes_for,
                                   results_file, seconds)
+from conformance.workers.faults import memory_limit
 
 _ACTIVE = pytest.StashKey[bool]()
 _ENGINE = pytest.StashKey[Engine]()
@@ -215,8 +216,10 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         frameworks(config)
         devices(config)
-        modes(config)
+        check_framework_modes(_listed(config, "framework", "CONFORMANCE_FRAMEWORKS") or [], modes(config),
+                              adapter_classes())
         case_timeout(config)
+        memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
         _check_baselines(config)
         if _is_controller(config):
             _start_outputs(config)

@@ -41,6 +41,16 @@ def seconds(option: str, raw: str | float) -> float:
     return value
 
 
+def timeout_argument(raw: str) -> float:
+    """``--timeout`` as an argparse type (``run``, ``fuzz``): bad input is refused before any work."""
+    import argparse
+
+    try:
+        return seconds("--timeout", raw)
+    except OptionError:
+        raise argparse.ArgumentTypeError(f"not a positive, finite number of seconds: {raw!r}") from None
+
+
 EAGER = "eager"
 #: Every compiled mode of each framework (``docs/modes.md``).
 COMPILED = "compiled"
@@ -64,6 +74,16 @@ def check_modes(chosen: Iterable[str], adapters: Mapping[str, Any]) -> list[str]
         if mode not in known:
             raise OptionError(f"unknown mode {mode!r}; choose from {', '.join(sorted(known))}")
     return chosen
+
+
+def check_framework_modes(frameworks: Iterable[str], modes: Iterable[str], adapters: Mapping[str, Any]) -> None:
+    """A framework named for a run with none of the run's modes would run no cell: one line instead."""
+    modes = list(modes) or [EAGER]
+    for name in frameworks:
+        own = list(getattr(adapters.get(name), "modes", {}))
+        if not modes_for(modes, own):
+            raise OptionError(f"{name} has no mode {' or '.join(map(repr, modes))} (its modes: "
+                              f"{', '.join([EAGER, *own])}), so it would run no cell")
 
 
 def check_frameworks(chosen: Iterable[str], known: Iterable[str]) -> list[str]:

@@ -239,3 +239,34 @@ print(json.dumps({{"status": int(status), "bytes": peak['now']}}))
         sizes[count] = result["bytes"]
     per_cell = (sizes[4500] - sizes[2000]) / 2500
     assert per_cell < 100, f"{per_cell:.0f} bytes per cell"
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["fuzz", "--timeout", "0", "--budget", "1"], {}, "--timeout: not a positive, finite number of seconds: '0'"),
+    (["fuzz", "--timeout", "-1", "--budget", "1"], {}, "--timeout: not a positive, finite number of seconds: '-1'"),
+    (["fuzz", "--seed", "-1", "--budget", "1"], {}, "--seed: not a whole number, 0 or more: '-1'"),
+    (["fuzz", "--report", "/proc/no/such/report.json", "--budget", "1"], {}, "cannot write /proc/no/such/report.json"),
+    (["fuzz", "--budget", "1"], {"CONFORMANCE_WORKER_MEMORY": "abc"}, "CONFORMANCE_WORKER_MEMORY='abc': not a whole"),
+    (["run", "cases", "--device", "cpu"], {"CONFORMANCE_WORKER_MEMORY": "1e999"},
+     "CONFORMANCE_WORKER_MEMORY='1e999': not a whole number of bytes"),
+    (["run", "cases", "--framework", "paconvert", "--mode", "compile"], {},
+     "paconvert has no mode 'compile' (its modes: eager), so it would run no cell"),
+    (["run", "cases", "--framework", "torch", "--mode", "to_static"], {},
+     "torch has no mode 'to_static' (its modes: eager, compile)"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_any_work(tmp_path: Path, args: list[str], env: dict[str, str],
+                                                          says: str) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick_one")
+    run = run_cli(tmp_path, *args, "--no-write" if args[0] == "fuzz" else "--no-baselines", env=env, timeout=120)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert says in run.stderr and run.stderr.strip().count("\n") == 0 and "Traceback" not in run.stderr, run.stderr
+    assert run.stdout == "" and not (tmp_path / "reports").exists()
+
+
+def test_pytest_conformance_refuses_a_bad_worker_memory_before_any_cell(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick_one")
+    run = run_pytest(tmp_path, "--conformance", "cases", "--conformance-results", "r.jsonl",
+                     "--conformance-summary", "s.md", env={"CONFORMANCE_WORKER_MEMORY": "abc"})
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "CONFORMANCE_WORKER_MEMORY='abc'" in run.stderr and "Traceback" not in run.stdout + run.stderr
+    assert not (tmp_path / "r.jsonl").exists()

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
+from conformance.outputs import OutputError, check_writable, write_file
+from conformance.settings import timeout_argument
+from conformance.workers.faults import memory_limit
 
 if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
     from conformance.case.load import Case
@@ -51,15 +54,15 @@ def add_command(sub: Any) -> None:
                             description=__doc__.split("\n\n", 1)[0], epilog=__doc__.split("\n\n", 1)[1],
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=_positive, default=1000, help="programs to run [%(default)s]")
-    parser.add_argument("--seed", type=int, default=0, help="the same seed and budget run the same programs "
-                                                            "[%(default)s]")
+    parser.add_argument("--seed", type=_seed, default=0, help="the same seed and budget run the same programs "
+                                                              "(a whole number, 0 or more) [%(default)s]")
     parser.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="[%(default)s]")
     parser.add_argument("--mode", action="append", default=[],
                         help="also run every program in this compiled mode (repeatable): compiled (every one of "
                              "each framework), compile (torch), to_static, to_static_full_graph (paddle)")
     parser.add_argument("--batch", type=_positive, default=BATCH, help="programs per batch [%(default)s]")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--timeout", type=timeout_argument, default=DEFAULT_TIMEOUT,
                         help="seconds a program may run before its worker is killed [%(default)s]")
     parser.add_argument("--shrink-budget", type=_positive, default=SHRINK_BUDGET,
                         help="candidate programs run while shrinking one finding [%(default)s]")
@@ -73,6 +76,16 @@ def add_command(sub: Any) -> None:
     parser.add_argument("--list-ops", action="store_true",
                         help="list the ops and observations fuzzed, and those left out with the reason")
     parser.set_defaults(func=cmd_fuzz)
+
+
+def _seed(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a whole number, 0 or more: {raw!r}")
+    return value
 
 
 def _positive(raw: str) -> int:
@@ -353,6 +366,12 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         print(f"error: not installed: {', '.join(missing) or 'any framework'}", file=sys.stderr)
         return 2
     out = None if args.no_write else Path(args.out)
+    if args.report:
+        try:
+            check_writable(args.report)  # before the run: never a run's report lost for want of a folder
+        except OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -365,6 +384,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     try:
         modes = check_modes(args.mode, classes)
+        memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -373,7 +393,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                   shrink_budget=args.shrink_budget, per_behaviour=args.shrink_per_behaviour)
     print(render(report), end="", flush=True)
     if args.report:
-        Path(args.report).write_text(json.dumps(report_json(report), indent=1, default=str), encoding="utf-8")
+        try:
+            write_file(args.report, json.dumps(report_json(report), indent=1, default=str))
+        except OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if report.interrupted:
         return 130
     return 1 if report.of(ERROR) or report.generator_bugs else 0

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import re
 
+from conformance.settings import OptionError
+
 __all__ = ["MEMORY_ENV", "death_cause", "memory_limit", "out_of_memory", "over_limit", "resident_bytes"]
 
 #: Bytes a worker may write (0: no limit); by default a share of the machine's memory.
@@ -41,7 +43,9 @@ def memory_limit(processes: int | None = None) -> int:
     shared among the run's pytest-xdist processes (each runs a worker per framework), at least 2 GiB."""
     raw = os.environ.get(MEMORY_ENV, "").strip()
     if raw:
-        return max(0, int(raw))
+        if not raw.isdigit():  # checked before any work (conformance run, fuzz, pytest --conformance)
+            raise OptionError(f"{MEMORY_ENV}={raw!r}: not a whole number of bytes (0 for no limit)")
+        return int(raw)
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
