@@ -35,7 +35,7 @@ from conformance.outputs import OutputError, ResultsLock, check_outputs, write_f
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.record import Record, slim, split_build
-from conformance.records.results import ResultsError, ResultsFile, read_records
+from conformance.records.results import ResultsError, ResultsFile, ResultsWriteError, read_records
 from conformance.report.summary import column_name, render_summary
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, EAGER, OptionError,
                                   baseline_dir, check_framework_modes, check_frameworks, check_modes, modes_for,
@@ -862,8 +862,13 @@ class CaseItem(pytest.Item):
         record = kept = self._kept()
         if record is None:
             assert self.case is not None, "a cell runs once"
-            record = _results_file(self.config).append(
-                _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode)))
+            try:
+                record = _results_file(self.config).append(
+                    _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode)))
+            except ResultsWriteError as exc:  # the run stops at its first lost record: the rest would be lost too
+                pytest.exit(f"{exc}: the run stopped at the first record it could not keep; the results file "
+                            f"holds whole records of the cells before it (--resume runs the rest)",
+                            returncode=pytest.ExitCode.TESTS_FAILED)
         if _keeps_records(self.config):
             self.config.stash.setdefault(_PRODUCED, {})[self.cell] = slim(record)
         self.record = record  # as written: bounded, whatever the cell observed

@@ -50,3 +50,38 @@ def write_case(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def full_filesystem(tmp_path: Path):
+    """A real 256 KiB tmpfs, mounted for the test (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(directory: Path, leave: int = 0) -> None:
+    """Fill the filesystem of *directory*, leaving about *leave* bytes free."""
+    import os
+
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (65536, 4096, 1):
+            try:
+                while os.statvfs(directory).f_bavail * os.statvfs(directory).f_frsize > leave + size:
+                    os.write(fd, b"\0" * size)
+                if not leave:
+                    while os.write(fd, b"\0" * size):
+                        pass
+            except OSError:
+                continue
+    finally:
+        os.close(fd)

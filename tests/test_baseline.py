@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from conformance.records.baseline import Baselines, summarize
 from conformance.records.results import load_records
 
 from .committed import committed_results
+from .conftest import fill
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,34 +111,6 @@ def test_committed_baselines_load_and_match_committed_results(tmp_path: Path) ->
     assert {p.name: p.read_text() for p in directory.glob("*.json")} == before
 
 
-@pytest.fixture
-def full_filesystem(tmp_path: Path):
-    """A real 256 KiB tmpfs, mounted for the test (root only; skipped where mounting is not allowed)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode(errors='replace').strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
-def _fill(directory: Path) -> None:
-    """Fill the filesystem of *directory* to its last byte."""
-    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        for size in (65536, 4096, 1):
-            try:
-                while os.write(fd, b"\0" * size):
-                    pass
-            except OSError:
-                continue
-    finally:
-        os.close(fd)
-
-
 def test_updating_baselines_on_a_full_filesystem_leaves_the_old_file_whole(full_filesystem: Path) -> None:
     directory = full_filesystem / "baselines"
     directory.mkdir()
@@ -147,7 +118,7 @@ def test_updating_baselines_on_a_full_filesystem_leaves_the_old_file_whole(full_
     store.update([record(f"case_{n}", "raises") for n in range(40)])
     path = directory / "paddle-3.3.1-cpu.json"
     before = path.read_bytes()
-    _fill(full_filesystem)
+    fill(full_filesystem)
     with pytest.raises(OutputError, match=f"cannot write {path}: No space left on device"):
         Baselines(directory).update([record(f"case_{n}", "silent-correct") for n in range(80)])
     assert path.read_bytes() == before and json.loads(before)["cells"]["case_0"]["outcome"] == "raises"

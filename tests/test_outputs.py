@@ -15,7 +15,7 @@ import pytest
 from conformance.outputs import ResultsLock, check_outputs
 from conformance.settings import OptionError
 
-from .conftest import INSTALLED, ROOT, SEED
+from .conftest import INSTALLED, ROOT, SEED, fill
 from .runs import FRAMEWORK, LONG, QUICK, cli_command, run_cli, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
@@ -230,3 +230,24 @@ def test_sigint_twice_still_ends_with_the_summary_of_the_cells_that_finished(tmp
     summary = (tmp_path / "reports" / "summary.md").read_text()
     assert "**Interrupted**" in summary and "30 cell(s) finished" in summary
     assert "deselected" not in out + err
+
+
+@pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+def test_a_results_filesystem_that_fills_stops_the_run_at_the_first_lost_record(full_filesystem: Path,
+                                                                                  tmp_path: Path) -> None:
+    """A real tmpfs with room for a few records: the run stops with one line at the first write that fails,
+    and the file holds whole records only (diff and report read it)."""
+    for number in range(30):
+        write_case(tmp_path / "cases", QUICK, f"quick_{number:02d}")
+    fill(full_filesystem, leave=12 * 1024)
+    results = full_filesystem / "r.jsonl"
+    run = run_cli(tmp_path, "run", "cases", "--framework", FRAMEWORK, "--device", "cpu", "--no-baselines",
+                  "--results", str(results), "--summary", str(tmp_path / "s.md"))
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output[-3000:]
+    assert output.count(f"cannot write {results}: No space left on device") == 1, output[-3000:]
+    assert "Traceback" not in output
+    lines = results.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and 0 < len(lines) - 1 < 30
+    assert all(json.loads(line)["case"].startswith("quick_") for line in lines[:-1])
+    assert run_cli(tmp_path, "diff", str(results), str(results)).returncode == 0

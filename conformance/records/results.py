@@ -10,6 +10,7 @@ or diff built on a silently shortened file states false facts.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import json
@@ -24,7 +25,7 @@ import numpy as np
 
 from conformance.records.record import Column, Record, RecordError, as_record
 
-__all__ = ["ResultsError", "ResultsFile", "append_record", "read_records", "iter_records", "load_records", "run_info",
+__all__ = ["ResultsError", "ResultsWriteError", "ResultsFile", "append_record", "read_records", "iter_records", "load_records", "run_info",
            "latest_by_cell"]
 
 
@@ -34,6 +35,15 @@ class ResultsError(Exception):
     def __init__(self, path: Path | str, line: int, message: str) -> None:
         super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
         self.path, self.line, self.message = str(path), line, message
+
+
+class ResultsWriteError(Exception):
+    """A record that could not be written (a full or read-only disk): the file is left as it was before it,
+    whole records only."""
+
+    def __init__(self, path: Path | str, error: OSError) -> None:
+        super().__init__(f"cannot write {path}: {error.strerror or error}")
+        self.path = str(path)
 
 
 def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
@@ -56,15 +66,24 @@ class ResultsFile:
         """Write one record; return it as written (bounded)."""
         written = as_record(record).to_dict()
         data = (json.dumps(written, sort_keys=True, allow_nan=True) + "\n").encode("utf-8")
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise ResultsWriteError(self.path, exc) from None
         if self.shared:  # a record lock: the run's own lock on the file (an flock, outputs.py) is another kind
             fcntl.lockf(self._fd, fcntl.LOCK_EX)
         try:
+            end = os.lseek(self._fd, 0, os.SEEK_END)
             view = memoryview(data)
-            while view:  # a write to a regular file takes it all; a short one is finished, never lost
-                view = view[os.write(self._fd, view):]
+            try:
+                while view:  # a write to a regular file takes it all; a short one is finished, never lost
+                    view = view[os.write(self._fd, view):]
+            except OSError as exc:  # a full disk: the part written goes, so that the file holds whole records
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, end)
+                raise ResultsWriteError(self.path, exc) from None
         finally:
             if self.shared:
                 fcntl.lockf(self._fd, fcntl.LOCK_UN)
