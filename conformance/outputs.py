@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -101,6 +102,28 @@ def check_outputs(results: Path, summary: Path) -> None:
                           f"the records")
     check_writable(results, keep=True)
     check_writable(summary)
+
+
+def keep_previous(path: Path | str) -> Path | None:
+    """Before a run replaces *path* (its results or summary), the previous content is kept beside it as
+    ``NAME.previous`` (the one before that goes); None when there was nothing to keep.  A copy that cannot
+    be made is an :class:`OutputError`: the run stops before anything is lost."""
+    path = Path(path)
+    if _kind(path) is not None or not path.is_file() or path.stat().st_size == 0:
+        return None
+    aside = path.with_name(path.name + ".previous")
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{aside.name}.", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(aside, exc) from None
+    try:
+        shutil.copyfile(path, temporary)
+        os.replace(temporary, aside)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise OutputError(aside, exc) from None
+    return aside
 
 
 class ResultsLock:

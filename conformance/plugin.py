@@ -31,7 +31,7 @@ from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.lean import COUNTED, RAN, count_progress_only
-from conformance.outputs import OutputError, ResultsLock, check_outputs, write_file
+from conformance.outputs import OutputError, ResultsLock, check_outputs, keep_previous, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.record import Record, slim, split_build
@@ -43,6 +43,7 @@ from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SU
 from conformance.workers.faults import memory_limit
 
 _ACTIVE = pytest.StashKey[bool]()
+_PREVIOUS = pytest.StashKey[list]()  # where the outputs of the run before this one were kept
 _ENGINE = pytest.StashKey[Engine]()
 _SEEN_IDS = pytest.StashKey[dict]()
 _KEPT = pytest.StashKey[dict]()
@@ -264,6 +265,9 @@ def _start_outputs(config: pytest.Config) -> None:
     if config.getoption("conformance_resume"):
         _drop_torn_tail(results)
     else:
+        kept = keep_previous(results)  # an earlier run's records are never emptied away without a copy
+        if kept is not None:
+            config.stash[_PREVIOUS] = [f"the previous run's results: {kept}"]
         with open(results, "r+b") as handle:  # records are appended as cells finish
             handle.truncate(0)
 
@@ -579,7 +583,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         records = _this_runs_records(config, state)  # slim, for as long as the end of the run needs them
         state.notes += _environment_faults(records) + _unchecked_columns(config, records)
         if records or state.interrupted:
-            _write_summary(records, summary_path(config), state)
+            _write_summary(records, summary_path(config), state, config)
         if config.getoption("conformance_update_baselines") and records:
             Baselines(_baseline_dir(config)[0]).update(records)
         if config.getoption("conformance_prune_baselines"):
@@ -691,13 +695,16 @@ def _findings(config: pytest.Config, state: RunState) -> Iterator[str]:
         return
 
 
-def _write_summary(records: list[Record], path: Path, state: RunState) -> None:
+def _write_summary(records: list[Record], path: Path, state: RunState, config: pytest.Config) -> None:
     text = render_summary(records, notes=[line for line, _ in state.notes
                                           if line.startswith(("unchecked:", "error:"))])
     if state.interrupted:
         title, _, rest = text.partition("\n")
         text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "
                 f"{len(records)} cell(s) finished and are shown below.\n{rest}")
+    kept = keep_previous(path)
+    if kept is not None:
+        config.stash.setdefault(_PREVIOUS, []).append(f"the previous run's summary: {kept}")
     write_file(path, text)
     state.summary_written = True
 
@@ -754,6 +761,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"summary: {summary}" + (" (interrupted)" if state.interrupted else ""))
         for entry in state.stale:
             terminalreporter.write_line(f"stale baseline entry (no such case): {entry}", yellow=True)
+        for line in config.stash.get(_PREVIOUS, []):
+            terminalreporter.write_line(f"kept {line}")
     for line, markup in state.notes:
         terminalreporter.write_line(line, **markup)
 

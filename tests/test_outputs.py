@@ -251,3 +251,23 @@ def test_a_results_filesystem_that_fills_stops_the_run_at_the_first_lost_record(
     assert lines[-1] == b"" and 0 < len(lines) - 1 < 30
     assert all(json.loads(line)["case"].startswith("quick_") for line in lines[:-1])
     assert run_cli(tmp_path, "diff", str(results), str(results)).returncode == 0
+
+
+@needs_framework
+def test_a_run_keeps_the_previous_runs_results_and_summary_and_says_where(tmp_path: Path) -> None:
+    """A default run replaces reports/results/latest.jsonl and reports/summary.md: the previous run's are kept
+    beside them (a run on one case once threw a whole matrix's results away without a word)."""
+    for number in range(3):
+        write_case(tmp_path / "cases" / "all", QUICK, f"quick_{number}")
+    write_case(tmp_path / "cases" / "one", QUICK, "lonely")
+    first = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, "--no-baselines")
+    assert first.returncode == 0 and "kept the previous" not in first.stdout
+    results, summary = tmp_path / "reports" / "results" / "latest.jsonl", tmp_path / "reports" / "summary.md"
+    before = (results.read_bytes(), summary.read_bytes())
+    second = run_cli(tmp_path, "run", "cases/one", *ONE_COLUMN, "--no-baselines")
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert (results.with_name("latest.jsonl.previous").read_bytes(),
+            summary.with_name("summary.md.previous").read_bytes()) == before
+    assert len(results.read_text().splitlines()) == 1
+    assert f"kept the previous run's results: {results}.previous" in second.stdout
+    assert f"kept the previous run's summary: {summary}.previous" in second.stdout
