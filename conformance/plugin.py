@@ -849,7 +849,7 @@ class CaseItem(pytest.Item):
     def __init__(self, *, case: Case, framework: str, device: str, mode: str = EAGER, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case: Case | None = case  # let go once the cell ran: an item lives to the end of the run
-        self.case_id, self.case_line = case.id, case.line
+        self.case_id, self.case_line, self.case_digest = case.id, case.line, case.digest
         self.framework = framework
         self.device = device
         self.mode = mode
@@ -864,8 +864,10 @@ class CaseItem(pytest.Item):
         return self.case_id, self.framework, self.device, self.mode
 
     def _kept(self) -> dict[str, Any] | None:
-        """This cell's record from the results file, when --resume keeps it."""
-        return self.config.stash.get(_KEPT, {}).get(self.cell)
+        """This cell's record from the results file, when --resume keeps it: only a record of the case as it
+        is now (a case edited since it ran is run again)."""
+        record = self.config.stash.get(_KEPT, {}).get(self.cell)
+        return record if record is not None and record.get("case_digest") == self.case_digest else None
 
     def setup(self) -> None:
         record = kept = self._kept()

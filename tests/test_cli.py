@@ -12,7 +12,7 @@ import pytest
 from conformance.records.results import read_records
 
 from .conftest import INSTALLED, SEED
-from .runs import FRAMEWORK, QUICK, closing_line, run_cli, run_pytest, write_case
+from .runs import FRAMEWORK, QUICK, WRONG, closing_line, run_cli, run_pytest, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 ONE_CELL = ("--framework", FRAMEWORK, "--device", "cpu")
@@ -144,6 +144,25 @@ def test_resume_runs_only_the_missing_cells_and_keeps_the_finished_ones(tmp_path
     assert lines[0] == kept
     assert sorted(r["case"] for r in read_records([results])) == ["first", "second", "third"]
     assert "3 silent-correct" in closing_line(run.stdout.split("# Conformance summary")[0])
+
+
+@needs_framework
+def test_resume_runs_a_case_again_whose_file_changed_since(tmp_path: Path) -> None:
+    """--resume kept the record of a case edited since it ran: its summary said 'raises' where a fresh run
+    said 'silent-correct'.  A kept record is of the case as it is now, by its digest."""
+    write_case(tmp_path / "cases", QUICK, "stays")
+    edited = write_case(tmp_path / "cases", WRONG, "edited")
+    results = tmp_path / "reports" / "results" / "latest.jsonl"
+    assert run_cli(tmp_path, "run", *ONE_CELL).returncode == 0
+    assert {r["case"]: r["outcome"] for r in read_records([results])}["edited"] == "silent-wrong"
+    edited.write_text(edited.read_text().replace("[2.0003]", "[2.0]"))  # now the right expected value
+    run = run_cli(tmp_path, "run", "--resume", *ONE_CELL)
+    assert run.returncode == 0, run.stdout + run.stderr
+    latest = {}
+    for record in read_records([results]):
+        latest[record["case"]] = record["outcome"]
+    assert latest == {"stays": "silent-correct", "edited": "silent-correct"}
+    assert len(results.read_text().splitlines()) == 3  # stays kept; edited run again
 
 
 @needs_framework
