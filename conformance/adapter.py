@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the pa
     from conformance.program.translate import Program
 
 __all__ = ["Adapter", "ConversionFailed", "Copying", "Unsupported", "adapter_classes", "load_adapter", "installed",
-           "installed_version", "missing_modules"]
+           "installed_version", "missing_modules", "source_version"]
 
 ENTRY_POINT_GROUP = "conformance.adapters"
 
@@ -95,6 +95,9 @@ class Adapter:
     #: program runs as written.  Then a name the running program lacks is the tool's doing, a finding; only
     #: one the harness's own program lacks is a fault of the harness.
     converter: ClassVar[str | None] = None
+    #: The framework whose programs a converter rewrites (PaConvert's: torch), or None: its installed version
+    #: decides the programs a column holds, as the column's own version does (``source_version``).
+    source: ClassVar[str | None] = None
     #: Whether each program runs in a process of its own (a fork of the worker), because a program may
     #: change the framework for those after it (a converter's helper code that patches its tensor class).
     isolated: ClassVar[bool] = False
@@ -414,6 +417,14 @@ def installed(name: str) -> tuple[bool, str | None]:
     version: looked up once per process (each lookup of the adapters reads every installed entry point)."""
     cls = adapter_classes().get(name)
     return (cls is not None and is_installed(cls)), (installed_version(cls) if cls is not None else None)
+
+
+def source_version(name: str) -> str | None:
+    """The installed version of the framework whose programs the adapter *name* converts (None for a
+    framework that runs its own programs, or where that framework is not installed)."""
+    cls = adapter_classes().get(name)
+    source = getattr(cls, "source", None)
+    return installed(source)[1] if source else None
 
 
 def installed_version(cls: type[Adapter] | Adapter) -> str | None:

@@ -230,7 +230,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from conformance.adapter import adapter_classes, installed, is_installed
+    from conformance.adapter import adapter_classes, installed, is_installed, source_version
     from conformance.case.load import load_cases
     from conformance.case.kept import load_checked
     from conformance.program.rendered import Rendered, case_key, render_all
@@ -246,8 +246,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"error: framework {args.framework!r} is not installed or has no adapter", file=sys.stderr)
         return 2
     case = matches[0]
-    kept = None if args.no_cache else Rendered(args.framework, installed(args.framework)[1], args.device,
-                                               args.mode)
+    written_by = source_version(args.framework)  # a converter's programs are also the torch that wrote them
+    version = f"{installed(args.framework)[1]}" + (f"+{cls.source}{written_by}" if written_by else "")
+    kept = None if args.no_cache else Rendered(args.framework, version, args.device, args.mode)
     reply = kept.get(case) if kept is not None else None
     if reply is None:  # the framework is imported: every case loaded is rendered now, and kept
         worker = Worker(args.framework)

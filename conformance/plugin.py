@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conformance.adapter import adapter_classes, installed, installed_version, is_installed
+from conformance.adapter import adapter_classes, installed, installed_version, is_installed, source_version
 from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
@@ -292,11 +292,17 @@ def _finished_cells(path: Path, chosen: list[str]) -> dict[Cell, dict[str, Any]]
     except ResultsError as exc:
         raise OptionError(f"cannot resume from {exc}") from None
     versions = {name: installed(name)[1] for name in chosen}
+    sources = {name: source_version(name) for name in chosen}  # a converter's column: the torch that wrote it
     for record in records:
         framework, version = record["framework"], split_build(record["framework_version"])[0]
         if framework in versions and versions[framework] not in (None, version):
             raise OptionError(f"cannot resume from {path}: it holds records of {framework} {version}, and this "
                               f"environment has {framework} {versions[framework]}; give this run its own --results")
+        written_by = split_build(str((record.get("run_info") or {}).get("source_version") or ""))[0]
+        if sources.get(framework) and written_by and written_by != sources[framework]:
+            raise OptionError(f"cannot resume from {path}: its {framework} records are of programs written by "
+                              f"{adapter_classes()[framework].source} {written_by}, and this environment has "
+                              f"{sources[framework]}; give this run its own --results")
         kept[_cell(record)] = record
     return kept
 

@@ -7,6 +7,7 @@ reading and the verdicts are plain data.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.adapter import installed
 from conformance.case.load import load_cases
 from conformance.engine import Engine
 from conformance.records.record import Record
@@ -211,3 +213,25 @@ def test_a_failed_conversion_keeps_its_phase_through_judging_and_breaks_the_prog
     converted = _cell("c", "paconvert", "3.3.1+paddle3.3.1", outcome, **details)
     [verdict] = conversions([_cell("c", "torch", "2.13.0+cpu", "silent-correct"), converted]).values()
     assert verdict.verdict == "breaks"
+
+
+@needs_paconvert
+def test_resume_refuses_a_paconvert_column_written_by_another_torch(tmp_path: Path) -> None:
+    """A PaConvert column's programs are the torch column's, as the installed torch writes them: records of
+    programs another torch wrote are never resumed into it (the torch column refuses the same)."""
+    from .runs import QUICK, run_cli, write_case
+
+    write_case(tmp_path / "cases", QUICK, "quick")
+    results = tmp_path / "r.jsonl"
+    args = ("run", "cases", "--framework", "paconvert", "--device", "cpu", "--no-baselines", "--results",
+            str(results), "--summary", str(tmp_path / "s.md"))
+    assert run_cli(tmp_path, *args).returncode == 0
+    record = json.loads(results.read_text())
+    assert record["run_info"]["source_version"] == installed("torch")[1]
+    record["run_info"]["source_version"] = "2.1.2"
+    record["case"] = "another"
+    with open(results, "a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    run = run_cli(tmp_path, *args, "--resume")
+    assert run.returncode == 2 and "programs written by torch 2.1.2" in run.stderr, run.stdout[-2000:] + run.stderr
+

@@ -52,6 +52,7 @@ class PaConvertAdapter(Adapter):
     imports = ("torch", "paddle")
     root = "paddle"
     converter = "PaConvert"
+    source = "torch"
     isolated = True
     # The converted program runs on paddle: paddle's safety checks, machinery and documented copies.
     autograd_messages = PaddleAdapter.autograd_messages
