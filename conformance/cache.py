@@ -6,6 +6,7 @@ of other code is never used; a folder that cannot be written keeps nothing, and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -45,13 +46,18 @@ def harness_fingerprint() -> str:
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write *path* whole or not at all (a reader meanwhile sees the old file or the new); False when the
     folder cannot be written."""
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, prefix=".tmp-") as handle:
+            temporary = handle.name
             handle.write(data)
-        os.replace(handle.name, path)
+        os.replace(temporary, path)
         return True
     except OSError:
+        if temporary is not None:  # a full disk: the part written goes too
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         return False
 
 

@@ -8,6 +8,7 @@ named ``cases`` so the pytest plugin does not collect it as cases.)
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from conformance.case.load import CaseError, find_case_files, load_case, load_ca
 from conformance.case.index import Index, parse_index
 from conformance.ops import OBSERVATIONS, OPS, Op
 from conformance.case.schema import build_schema
+
+from .conftest import INSTALLED
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "data" / "bad_cases"
@@ -461,7 +464,7 @@ def test_a_kept_case_is_the_checked_case_and_an_edit_or_a_bad_entry_is_checked_a
     moved.parent.mkdir()
     moved.write_text(path.read_text())
     assert load_checked(moved).topic == "memory" and load_checked(moved).path == str(moved)
-    entry.write_bytes(b"not a pickle")
+    entry.write_bytes(b"not a kept case")
     path.write_text(path.read_text().replace("[3.0, 4.0]", "[1.0, 2.0]"))  # the first content again
     assert load_checked(path) == load_case(path).slim()
     bad = tmp_path / "views" / "bad.yaml"
@@ -469,6 +472,56 @@ def test_a_kept_case_is_the_checked_case_and_an_edit_or_a_bad_entry_is_checked_a
     for _ in range(2):
         with pytest.raises(CaseError):
             load_checked(bad)
+
+
+def test_a_pickle_planted_in_the_cache_folder_never_runs(tmp_path, monkeypatch) -> None:
+    """Whatever is in the cache folder is data: a pickle planted where a kept case is looked for (or under
+    any name of the folder) is never unpickled by run, show or list, and the case is checked afresh."""
+    import pickle
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    marker = tmp_path / "planted-code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    path = tmp_path / "cases" / "views" / "kept.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("id: kept\ntitle: one op\nsteps:\n  - {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                    "  - {observe: value, of: x}\n")
+    env = {**os.environ, "CONFORMANCE_CACHE_DIR": str(cache)}
+    framework = INSTALLED[0] if INSTALLED else None
+    commands = [["list", "cases"]]
+    if framework:
+        commands += [["run", "cases", "--framework", framework, "--device", "cpu", "--no-baselines"],
+                     ["show", "kept", "--framework", framework, "--paths", "cases"]]
+    else:  # with no framework, only the checker runs: it keeps the case as run does
+        from conformance.case.kept import load_checked
+
+        monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(cache))
+        load_checked(path)
+
+    def each() -> None:
+        for command in commands:
+            done = subprocess.run([sys.executable, "-m", "conformance.cli", *command], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    each()
+    entries = [p for p in (cache / "cases").rglob("*") if p.is_file()]
+    assert entries and all(p.suffix == ".json" for p in entries)
+    for entry in entries:
+        entry.write_bytes(pickle.dumps(Payload()))
+        entry.with_suffix("").write_bytes(pickle.dumps(Payload()))  # where a pickle was kept before
+    each()
+    assert not marker.exists(), "code planted in the cache folder ran"
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(cache))
+    from conformance.case.kept import load_checked
+
+    assert load_checked(path) == load_case(path).slim() and not marker.exists()
 
 
 def test_what_other_code_kept_is_removed_once_stale(tmp_path, monkeypatch) -> None:
