@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import os
 import shutil
 import sys
@@ -16,9 +17,13 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "cache_folder", "harness_fingerprint", "forget_other_code", "write_atomically"]
+__all__ = ["CACHE_ENV", "KEY_ENV", "cache_folder", "harness_fingerprint", "forget_other_code", "write_atomically",
+           "seal", "unseal"]
 
 CACHE_ENV = "CONFORMANCE_CACHE_DIR"
+#: Where the key that seals kept entries lives: never in the cache folder, so that what is written there
+#: cannot be made to pass for what this package kept.
+KEY_ENV = "CONFORMANCE_KEY_FILE"
 #: What other code kept is removed once it has not been written to for this long (seconds): a second
 #: checkout of another version, used side by side, keeps its own meanwhile.
 STALE_AFTER = 7 * 24 * 3600
@@ -31,6 +36,58 @@ def cache_folder() -> Path:
         return Path(chosen)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "conformance")
+
+
+def _key_file() -> Path:
+    """``$CONFORMANCE_KEY_FILE``, else ``$XDG_CONFIG_HOME/conformance/cache-key``, else under ``~/.config``."""
+    chosen = os.environ.get(KEY_ENV)
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base, "conformance", "cache-key")
+
+
+@lru_cache(maxsize=None)
+def _signing_key(path: Path) -> bytes | None:
+    """The user's own random key (made once, readable by the user alone); None where it cannot be had:
+    then nothing is kept."""
+    try:
+        return path.read_bytes()[:64] or None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(32))
+    except FileExistsError:  # another process made it meanwhile
+        pass
+    except OSError:
+        return None
+    try:
+        return path.read_bytes()[:64] or None
+    except OSError:
+        return None
+
+
+def seal(data: bytes) -> bytes | None:
+    """*data* with a MAC under the user's key in front; None when there is no key (keep nothing then)."""
+    key = _signing_key(_key_file())
+    if key is None:
+        return None
+    return hmac.new(key, data, hashlib.sha256).hexdigest().encode("ascii") + b"\n" + data
+
+
+def unseal(blob: bytes) -> bytes | None:
+    """What :func:`seal` sealed, or None for anything else: unsealed, tampered with, or another key's."""
+    key = _signing_key(_key_file())
+    mac, newline, data = blob.partition(b"\n")
+    if key is None or not newline:
+        return None
+    expected = hmac.new(key, data, hashlib.sha256).hexdigest().encode("ascii")
+    return data if hmac.compare_digest(mac, expected) else None
 
 
 @lru_cache(maxsize=None)

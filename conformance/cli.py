@@ -252,9 +252,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     reply = kept.get(case) if kept is not None else None
     if reply is None:  # the framework is imported: every case loaded is rendered now, and kept
         worker = Worker(args.framework)
+        # A converter converts each program in a process of its own, seconds a case: only this one is rendered.
+        others = [] if cls.isolated else [c for c in cases if c is not case]
         try:
             if kept is not None:
-                rendered = render_all(worker, [case, *(c for c in cases if c is not case)], args.device, args.mode)
+                rendered = render_all(worker, [case, *others], args.device, args.mode)
                 kept.add(rendered)
                 reply = rendered.get(case_key(case))
             if reply is None:

@@ -24,6 +24,7 @@ def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     import os
 
     os.environ["CONFORMANCE_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    os.environ["CONFORMANCE_KEY_FILE"] = str(tmp_path_factory.mktemp("key") / "cache-key")
 
 
 def framework_params() -> list:

@@ -283,26 +283,32 @@ def test_cells_run_among_python_tests_with_fixtures_and_reach_junit_xml(pytester
 
 
 def test_show_keeps_what_it_rendered_and_never_shows_a_program_of_another_case(project, tmp_path) -> None:
-    """The first show renders every case it loaded and keeps the programs; a later show reads them (a kept
-    program is what it prints, as the tampered one below shows); --no-cache renders afresh; an edited case
-    is a different case, rendered afresh."""
+    """The first show renders every case it loaded and keeps the programs, sealed with the user's key; a
+    later show reads them (the file is not written again); a program edited in the cache folder is rendered
+    afresh, never printed as the reproducer; --no-cache renders afresh; an edited case is a different case."""
     env = {"CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
     first = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK, env=env)
     assert first.returncode == 0 and "from_numpy(a)" in first.stdout
     [kept] = (tmp_path / "cache" / "programs").glob(f"{FRAMEWORK}-*-cpu-eager-*.json")
-    programs = json.loads(kept.read_text())
+    mac, _, body = kept.read_bytes().partition(b"\n")
+    assert re.fullmatch(rb"[0-9a-f]{64}", mac)
+    programs = json.loads(body)
     assert len(programs) == len(list((project / "cases").rglob("*.yaml")))  # every case, from one worker
-    for reply in programs.values():
-        reply["source"] = "# kept program\n" + reply["source"]
-    kept.write_text(json.dumps(programs))
+    written = kept.stat().st_mtime_ns
     again = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
-    assert again.returncode == 0 and again.stdout.startswith("# kept program\n")
+    assert again.returncode == 0 and "sin_()" in again.stdout and kept.stat().st_mtime_ns == written
+    for reply in programs.values():
+        reply["source"] = "import os  # planted\n" + reply["source"]
+    kept.write_bytes(mac + b"\n" + json.dumps(programs).encode())  # the old seal on new content
+    tampered = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    assert tampered.returncode == 0 and "planted" not in tampered.stdout and tampered.stdout == again.stdout
+    assert b"planted" not in kept.read_bytes()  # rendered afresh, and kept anew
     fresh = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-cache", env=env)
-    assert fresh.returncode == 0 and not fresh.stdout.startswith("# kept program")
+    assert fresh.returncode == 0 and fresh.stdout == again.stdout
     [path] = (project / "cases").rglob("leaf_sin_inplace.yaml")
     path.write_text(path.read_text().replace("title: ", "title: Edited, ", 1))
     edited = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
-    assert edited.returncode == 0 and not edited.stdout.startswith("# kept program")
+    assert edited.returncode == 0 and "Edited, " in edited.stdout
 
 
 def test_the_progress_count_counts_each_cell_once(pytester) -> None:

@@ -5,8 +5,8 @@ A case is kept under the hash of its file's bytes and folder name (its topic, wh
 in a folder of the user's cache named after this package's code, so a case is only ever taken from
 the cache when this very code checked these very bytes.  A file that does not check is never kept:
 its problem is reported afresh each time.  A kept case is data (JSON of the case's own types, each
-named, nothing else rebuilt), never code: whatever is planted in the folder can make no object but a
-case, and an entry that does not read back as one is checked afresh.
+named, nothing else rebuilt), never code, sealed with the user's own key kept outside the cache folder:
+whatever is planted or edited in the folder is checked afresh.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
 from conformance.case import _yaml
 from conformance.case.index import Index
 from conformance.case.load import Case, Step, Tolerance, load_case
@@ -95,13 +95,15 @@ def load_checked(path: Path | str) -> Case:
     kept = cache_folder() / "cases" / harness_fingerprint() / (hashlib.sha256(
         raw + b"\0" + path.parent.name.encode("utf-8", "surrogateescape")).hexdigest()[:40] + ".json")
     try:
-        case = read_case(kept.read_bytes())
+        data = unseal(kept.read_bytes())  # None unless this package kept it, as it kept it
     except OSError:  # none kept: checked afresh
-        case = None
+        data = None
+    case = read_case(data) if data is not None else None
     if case is not None:
         return dataclasses.replace(case, path=str(path))
     case = load_case(path).slim()
     data = dump_case(dataclasses.replace(case, path=""))
-    if data is not None:
-        write_atomically(kept, data)
+    sealed = seal(data) if data is not None else None
+    if sealed is not None:
+        write_atomically(kept, sealed)
     return case

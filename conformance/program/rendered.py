@@ -5,7 +5,9 @@ spellings it has), and importing torch or paddle takes seconds: a reproducer sho
 first ``show`` for a framework version, device and mode renders every case it loaded in the one
 worker it starts, and keeps the programs in a file of the user's cache folder; a later ``show`` of
 any of those cases reads it there.  A kept program is used only for the same case (its exact
-content), framework version, device, mode, Python and harness code: anything else renders afresh.
+content), framework version, device, mode, Python and harness code: anything else renders afresh.  The file
+is sealed with the user's own key (kept outside the cache folder): a program edited in the folder, or
+written there by anyone else, is rendered afresh, never printed as the case's reproducer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
 from conformance.case.load import Case
 
 __all__ = ["Rendered", "case_key", "render_all"]
@@ -42,7 +44,8 @@ class Rendered:
     def programs(self) -> dict[str, Any]:
         if self._programs is None:
             try:
-                loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                data = unseal(self.path.read_bytes())  # None unless this package kept it, as it kept it
+                loaded = json.loads(data) if data is not None else {}
                 self._programs = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):  # none yet, or unreadable: rendered afresh
                 self._programs = {}
@@ -56,7 +59,9 @@ class Rendered:
         """Keep *replies* (by case key) beside those kept; a folder that cannot be written keeps nothing."""
         self.programs().update(replies)
         forget_other_code(self.path.parent)
-        write_atomically(self.path, json.dumps(self._programs).encode("utf-8"))
+        sealed = seal(json.dumps(self._programs).encode("utf-8"))
+        if sealed is not None:
+            write_atomically(self.path, sealed)
 
 
 def render_all(worker: Any, cases: Iterable[Case], device: str, mode: str,
