@@ -508,6 +508,10 @@ def cmd_porting(args: argparse.Namespace) -> int:
     for error in errors:
         print(f"error: {printable(error)}", file=sys.stderr)
     remedies = check_remedies(cases, records)
+    if remedies.unknown:  # a remedy that names no case (or one whose file did not load): no guide over it
+        for problem in remedies.unknown:
+            print(f"error: {printable(str(problem))}", file=sys.stderr)
+        return 2
     titles = {topic: title for folder in folders if Path(folder).is_dir()
               for topic, title in topic_titles(folder).items()}
     pages = Path(os.path.relpath(Path(args.report).parent / pages_folder(Path(args.report)),

@@ -4,6 +4,7 @@ in both directions with its cause, its verified remedy, what PaConvert did and h
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,28 @@ def test_cli_porting_writes_the_page_and_refuses_an_unwritable_one(tmp_path: Pat
 ])
 def test_a_headline_states_only_what_the_outcomes_say(before: str, after: str, said: str) -> None:
     assert headline("torch", "paddle", before, after) == said
+
+
+@pytest.mark.parametrize("fault", ["typo", "broken file"])
+def test_a_remedy_that_names_no_case_is_one_line_per_problem_and_no_guide(tmp_path: Path, fault: str) -> None:
+    """A remedy id with a typo, or a remedy whose file does not load: the problems are listed as `conformance
+    remedies` lists them, exit 2, and no guide is written over them (it was a KeyError traceback)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from .committed import ROOT, committed_results
+
+    shutil.copytree(ROOT / "cases", tmp_path / "cases")
+    hazard = tmp_path / "cases" / "augmented" / "data_imul_before_forward.yaml"
+    if fault == "typo":
+        hazard.write_text(re.sub(r"^remedy: \[.*\]$", "remedy: [mul_no_grad_before_fwd]", hazard.read_text(), flags=re.M))
+    else:
+        with open(tmp_path / "cases" / "augmented" / "mul_no_grad_before_forward.yaml", "a") as handle:
+            handle.write("steps: [\n")
+    guide = tmp_path / "P.md"
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "porting", *map(str, committed_results()),
+                          "--output", str(guide)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and not guide.exists()
+    assert "data_imul_before_forward.yaml:" in run.stderr and "is not a case of this catalogue" in run.stderr

@@ -77,6 +77,9 @@ class Remedies:
 
     hazards: dict[str, Hazard]
     problems: list[Problem]
+    #: Of the problems, the remedies that name no case of the catalogue (a typo, or a file that did not load):
+    #: nothing can be said of them, so the porting guide is not written over them.
+    unknown: list[Problem] = field(default_factory=list)
 
     @property
     def remedied(self) -> list[Hazard]:
@@ -99,6 +102,7 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies
     cells = _eager_cells(records, converter_frameworks(records))
     by_id = {case.id: case for case in cases}
     problems: list[Problem] = []
+    unknown: list[Problem] = []
     hazards: dict[str, Hazard] = {}
 
     def problem(case: Case, key: tuple, message: str) -> None:
@@ -110,6 +114,7 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies
         for i, remedy in enumerate(case.remedy):
             if remedy not in by_id:
                 problem(case, ("remedy", i), f"remedy {remedy!r} is not a case of this catalogue")
+                unknown.append(problems[-1])
         if not hazardous:
             continue
         ran = sorted(c for c, r in mine.items() if r.outcome not in NOT_RUN)
@@ -128,7 +133,7 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies
         if case.remedy and hazard.unverified:
             problem(case, ("remedy",), "no remedy is verified on " + ", ".join(c.label for c in hazard.unverified)
                     + ", where the hazard ran")
-    return Remedies(hazards, problems)
+    return Remedies(hazards, problems, unknown)
 
 
 def _remedy_problems(case: Case, index: int, remedy: Case, cells: Mapping[Column, Record],
