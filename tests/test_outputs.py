@@ -271,3 +271,17 @@ def test_a_run_keeps_the_previous_runs_results_and_summary_and_says_where(tmp_pa
     assert len(results.read_text().splitlines()) == 1
     assert f"kept the previous run's results: {results}.previous" in second.stdout
     assert f"kept the previous run's summary: {summary}.previous" in second.stdout
+
+
+@needs_framework
+def test_a_summary_on_a_full_filesystem_is_one_line_and_the_results_are_whole(full_filesystem: Path,
+                                                                               tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", QUICK, "quick")
+    summary = full_filesystem / "summary.md"
+    fill(full_filesystem)
+    run = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, "--no-baselines", "--results", "r.jsonl",
+                  "--summary", str(summary))
+    output = run.stdout + run.stderr
+    assert run.returncode == 1 and "Traceback" not in output and "INTERNALERROR" not in output, output[-3000:]
+    assert f"error: cannot write {summary}: No space left on device" in output
+    assert [json.loads(line)["case"] for line in (tmp_path / "r.jsonl").read_text().splitlines()] == ["quick"]
