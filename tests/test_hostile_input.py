@@ -270,3 +270,21 @@ def test_pytest_conformance_refuses_a_bad_worker_memory_before_any_cell(tmp_path
     assert run.returncode == pytest.ExitCode.USAGE_ERROR
     assert "CONFORMANCE_WORKER_MEMORY='abc'" in run.stderr and "Traceback" not in run.stdout + run.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@needs_framework
+def test_a_case_file_whose_name_is_not_utf8_is_reported_with_a_working_link(tmp_path: Path) -> None:
+    """The report wrote its index, then died on the topic page (UnicodeEncodeError); now the page shows the
+    name readably and links to the file by its own bytes."""
+    folder = tmp_path / "cases" / "t"
+    folder.mkdir(parents=True)
+    name = b"caf\xe9.yaml"
+    with open(os.fsencode(folder) + b"/" + name, "w") as handle:
+        handle.write(QUICK.format(id="cafe"))
+    run = run_cli(tmp_path, "run", "cases", "--framework", FRAMEWORK, "--device", "cpu", "--no-baselines",
+                  "--results", "r.jsonl", "--summary", "s.md")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    report = run_cli(tmp_path, "report", "r.jsonl", "--output", "R.md", "--no-plot")
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-2000:]
+    page = (tmp_path / "r" / "t.md").read_text(encoding="utf-8")
+    assert "[`cases/t/caf\ufffd.yaml`](./../cases/t/caf%E9.yaml)" in page

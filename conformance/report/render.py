@@ -159,14 +159,19 @@ def _display_path(path: str, relative_to: Path | None) -> str:
     """The case file as a link relative to the report, or as a path when it is not in this tree."""
     here = in_tree(path)
     if here is None:
-        return code(path)
-    shown = here.as_posix()
+        return code(_readable(path))
+    shown = _readable(here.as_posix())
     if relative_to is None:
         return code(shown)
     link = Path(os.path.relpath(here.resolve(), relative_to.resolve())).as_posix()
-    # Percent-encoded, and always relative ("./" first): a file name cannot close the link, add markup
-    # or become a link of another scheme ("javascript:").
-    return f"[{code(shown)}](./{urllib.parse.quote(link, safe='/')})"
+    # Percent-encoded from the file name's own bytes (a name need not be UTF-8), and always relative ("./"
+    # first): a file name cannot close the link, add markup or become a link of another scheme ("javascript:").
+    return f"[{code(shown)}](./{urllib.parse.quote(os.fsencode(link), safe='/')})"
+
+
+def _readable(path: str) -> str:
+    """A path as text: bytes of a name that are not UTF-8 (kept by Python as surrogates) shown as U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
 
 
 class _Matrix:
