@@ -120,3 +120,42 @@ def test_paddle_s_once_per_process_api_notice_is_not_about_the_case() -> None:
               "guides/model_convert/convert_from_pytorch/api_difference/torch/torch.split.html first.")
     assert "first call of the API in a process" in adapter_classes()["paddle"].machinery_warning(notice)
     assert adapter_classes()["paddle"].machinery_warning("In static graph mode, add_() is the same as add()") is None
+
+
+def test_a_warning_counts_only_when_the_user_s_filters_show_it() -> None:
+    """Python's default filters (and what a framework adds at import) decide what the user sees: a
+    DeprecationWarning raised outside __main__ is hidden, one raised by the program itself is shown."""
+    import re
+
+    from conformance.workers.visibility import hidden_by
+
+    defaults = [("default", None, DeprecationWarning, "__main__", 0), ("ignore", None, DeprecationWarning, None, 0),
+                ("ignore", None, PendingDeprecationWarning, None, 0)]
+    numpy_file = sys.modules["numpy"].__file__
+    why = hidden_by(defaults, DeprecationWarning, "old", numpy_file, 3, "/tmp/program.py")
+    assert why is not None and "ignore::DeprecationWarning" in why and "raised in numpy" in why
+    assert hidden_by(defaults, DeprecationWarning, "old", "/tmp/program.py", 3, "/tmp/program.py") is None
+    assert hidden_by(defaults, UserWarning, "careful", numpy_file, 3, "/tmp/program.py") is None
+    assert hidden_by(defaults, PendingDeprecationWarning, "soon", "/tmp/program.py", 1, "/tmp/program.py")
+    added = [("ignore", re.compile("numpy.dtype size changed", re.I), Warning, None, 0)] + defaults
+    assert hidden_by(added, UserWarning, "numpy.dtype size changed, may indicate", numpy_file, 1, None)
+    assert hidden_by([("always", None, Warning, None, 0)], DeprecationWarning, "x", numpy_file, 1, None) is None
+
+
+@pytest.mark.skipif("torch" not in INSTALLED, reason="torch is not installed")
+def test_numpy_s_deprecation_warning_inside_torch_is_hidden_and_the_cell_judged_as_silent() -> None:
+    """found_augmented_assign_sum_idiv_536bde: under NumPy 2, torch's __array_wrap__ makes NumPy warn with a
+    DeprecationWarning that Python's default filters hide; the user sees no warning, and a wrong result."""
+    import numpy as np
+
+    if int(np.__version__.split(".")[0]) < 2:
+        pytest.skip(f"NumPy {np.__version__} raises no such warning")
+    case = load_case(ROOT / "cases" / "found" / "found_augmented_assign_sum_idiv_536bde.yaml")
+    engine = Engine(timeout=300)
+    try:
+        record = engine.run_cell(case, "torch", "cpu")
+    finally:
+        engine.close()
+    hidden = [w for w in record["details"].get("ignored_warnings", []) if w["category"] == "DeprecationWarning"]
+    assert hidden and "hidden from the user" in hidden[0]["why"]
+    assert record["outcome"] == "silent-wrong" and not record["details"].get("warnings")

@@ -35,6 +35,7 @@ from conformance.program.check import bound_names
 from conformance.workers.arrays import pack
 from conformance.workers.isolated import in_fork
 from conformance.workers.faults import out_of_memory
+from conformance.workers.visibility import hidden_by
 from conformance.recent import Recent
 from conformance.workers.pool import CASES_KEPT, PROGRAMS_ENV, program_folder_prefix, scratch_folder
 
@@ -63,6 +64,10 @@ class _Run:
         self.reading = False  # the harness is reading an observation
         self.addresses: dict[str, list[int] | None] = {}
         self.phase: str | None = None  # "compiled": the running step is a call of a compiled function
+        #: The warning filters a user's program starts with (taken before the harness records every warning),
+        #: and the program's own file (its module is __main__): a warning they hide is not the user's.
+        self.filters = list(warnings.filters)
+        self.main_file: str | None = None
 
     def mark(self, number: int, iteration: tuple[int, ...] = (), phase: str | None = None) -> None:
         self.step = number
@@ -75,6 +80,11 @@ class _Run:
         stack says whether the case's own step raised it."""
         entry = {"step": self.step, "category": category.__name__, "message": str(message)}
         why = self._not_the_cases(sys._getframe(1), str(message))
+        if why is None:
+            try:
+                why = hidden_by(self.filters, category, message, filename, lineno, self.main_file)
+            except Exception as exc:  # noqa: BLE001 - never into the user's program: then counted as seen
+                entry["visibility"] = f"not known ({type(exc).__name__}: {exc}); counted as seen"
         if why is None:
             self.warnings.append(entry)
         else:
@@ -214,7 +224,7 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
     run = _Run(adapter)
     adapter.before_case(mode)
-    filename = _source_file(case.id, program.source)
+    filename = run.main_file = _source_file(case.id, program.source)
     # The program runs as a user's script does: as __main__, from its file.
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": filename, "__builtins__": __builtins__,
                                  "_step": run.mark, "_observe": run.observe}
