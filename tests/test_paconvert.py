@@ -80,6 +80,21 @@ def test_a_conversion_keeps_changes_or_breaks_the_meaning(torch_outcome, convert
     assert (found.verdict, found.silent, found.told) == (verdict, silent, False)
 
 
+def test_a_memory_cell_keeps_the_meaning_only_when_its_values_fit_alike() -> None:
+    """resize_as_same_size_alias_follows: both alias, but the converted alias has another shape (2x2 where
+    torch's is 1-D): the program's meaning changed, silently."""
+    view = {"kind": "value", "name": "value(a)", "reference": [1.0, 9.0, 3.0, 4.0]}
+    shares = {"kind": "shares_memory", "name": "shares_memory(x, a)", "value": True}
+    torch = _cell("c", "torch", "2.13.0", "aliases",
+                  observations=[dict(view, value=[1.0, 9.0, 3.0, 4.0], matches_reference=True), shares])
+    same = _cell("c", "paconvert", "3.3.1+paddle3.3.1", "aliases",
+                 observations=[dict(view, value=[1.0, 9.0, 3.0, 4.0], matches_reference=True), shares])
+    other = _cell("c", "paconvert", "3.3.1+paddle3.3.1", "aliases",
+                  observations=[dict(view, value=[[1.0, 9.0], [3.0, 4.0]], matches_reference=False), shares])
+    assert (conversions([torch, same])["c"].verdict, conversions([torch, same])["c"].silent) == ("keeps", False)
+    assert (conversions([torch, other])["c"].verdict, conversions([torch, other])["c"].silent) == ("changes", True)
+
+
 def test_paconvert_told_its_user_when_it_marked_something() -> None:
     records = [_cell("c", "torch", "2.13.0+cpu", "silent-correct"),
                _cell("c", "paconvert", "3.3.1+paddle3.3.1", "raises", conversion={"not_converted": 1},

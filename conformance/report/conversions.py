@@ -4,11 +4,13 @@ A converter's column (PaConvert's) records, in each cell's run information, that
 (``converter``) and which torch wrote the program it converted (``source_version``); its cells are paired
 with that torch's cells of the same cases.  The verdict on a program:
 
-* **keeps** the meaning: the same outcome (for a raise, of the same kind);
+* **keeps** the meaning: the same outcome (for a raise, of the same kind; for shared or copied memory, with
+  the values it recorded fitting the reference alike);
 * **breaks** it: the converted program raises, crashes or hangs where the torch program did not do so;
 * **changes** it: anything else.  A change is *silent* when the converted program runs without an error
-  and its user would not notice: its result is wrong where torch's was not, or it shares memory where
-  torch's copies (or the reverse).  The other changes compute the reference result where torch refused
+  and its user would not notice: its result is wrong where torch's was not, it shares memory where
+  torch's copies (or the reverse), or it shares or copies alike with other values (a view of another
+  shape, say).  The other changes compute the reference result where torch refused
   or was wrong.
 
 Only CPU eager cells are paired, and a pair with a cell that did not run the program (``unsupported``,
@@ -54,7 +56,7 @@ class Conversion:
             return False
         wrong = self.converted.wrong and not self.torch.wrong
         memory = {self.converted.outcome, self.torch.outcome} == _MEMORY
-        return wrong or memory
+        return wrong or memory or not _values_agree(self.torch, self.converted)
 
     @property
     def said(self) -> dict:
@@ -91,10 +93,23 @@ def conversions(records: Iterable[Record]) -> dict[str, Conversion]:
 
 def _verdict(torch: Record, converted: Record) -> str:
     if (torch.outcome_label, _kind(torch)) == (converted.outcome_label, _kind(converted)):
-        return "keeps"
+        # the same memory behaviour is not the same program when the values it shares are not the same
+        return "keeps" if _values_agree(torch, converted) else "changes"
     # the converted program stops where torch's did not, or stops for another reason (a rejection where torch
     # raised its safety check): it does not run as the torch program did
     return "breaks" if converted.outcome in _STOPS else "changes"
+
+
+def _values_agree(torch: Record, converted: Record) -> bool:
+    """Whether a memory cell's recorded values fit the reference on both sides alike (a cell of values is
+    compared by its outcome: silent-correct or silent-wrong)."""
+    if converted.outcome not in _MEMORY:
+        return True
+
+    def fits(record: Record) -> dict[str, object]:
+        return {o.get("name"): o.get("matches_reference") for o in record.observations if "matches_reference" in o}
+
+    return fits(torch) == fits(converted)
 
 
 def _kind(record: Record) -> str | None:
