@@ -485,7 +485,12 @@ class Engine:
                 reply = {"status": "error", "message": harness_error}
         outcome, details = self._classified(case, reply, reference, reference_error)
         copying = _copying(case, framework)
-        if copying and wrong_result(outcome, details):
+        # The storage model with the framework's copies is tried wherever the view model fails the cell: a
+        # wrong result, values a memory case recorded that do not fit, or a step the view model cannot
+        # write (an in-place write through a view that overlaps itself, which a copy does not have).
+        missed = (wrong_result(outcome, details) or _values_miss(outcome, details)
+                  or (outcome == "error" and reference_error is not None))
+        if copying and missed:
             return self._judge_copies(case, reply, copying, outcome, details)
         return outcome, details
 
@@ -512,12 +517,18 @@ class Engine:
         if harness_error is not None or reference is None:
             return outcome, details
         again, judged = self._classified(case, reply, reference, reference_error, copies)
-        if wrong_result(again, judged) or again == "error":
+        if wrong_result(again, judged) or again == "error" or _values_miss(again, judged):
             return outcome, details
         documented = {op: why.source for op, why in copying.items() if why.documented}
         promised = {op: why.source for op, why in copying.items() if not why.documented}
-        if promised:
+        if promised:  # a copy where the documentation promises sharing: a hazard wherever it shows
             details["copies_where_documented_as_view"] = promised
+            if _values_miss(outcome, details):  # a memory case's values: as wrong as any other case's
+                missing = [o for o in details.get("observations", []) if o.get("matches_reference") is False]
+                for observation in missing:
+                    observation["ok"] = False
+                details["max_error"] = max(float(o.get("max_rel_error", float("inf"))) for o in missing)
+                return "silent-wrong", details
             return outcome, details
         judged["documented_copies"] = documented
         return ("copies" if again == "silent-correct" else again), judged
@@ -551,6 +562,12 @@ class Engine:
         self.pool.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)
+
+
+def _values_miss(outcome: str, details: dict[str, Any]) -> bool:
+    """Whether a memory case's cell recorded values that do not fit the reference."""
+    return outcome in ("aliases", "copies") and any(o.get("matches_reference") is False
+                                                    for o in details.get("observations", []))
 
 
 class Prepared:

@@ -91,6 +91,55 @@ def test_a_copy_where_the_documentation_promises_a_view_stays_wrong_and_says_so(
     assert cell.details["copies_where_documented_as_view"] == {"split": "a page that promises a view"}
 
 
+def _paddle_has_from_numpy() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("paddle") is not None and hasattr(__import__("paddle"), "from_numpy")
+
+
+@needs_paddle
+def test_a_copy_where_sharing_is_promised_is_one_hazard_in_a_memory_case_and_in_a_case_of_values(
+        tmp_path: Path) -> None:
+    """paddle.from_numpy copies where its documentation promises shared memory: the seed's memory case and a
+    found case of values are both silent-wrong, and say so the same way (it was copies in one, a bare
+    silent-wrong in the other)."""
+    if not _paddle_has_from_numpy():
+        pytest.skip("this paddle has no paddle.from_numpy (it arrived in 3.3.0)")
+    root = Path(__file__).resolve().parent.parent / "cases"
+    paths = [root / "seed" / "from_numpy_aliasing.yaml", root / "found" / "found_new_from_numpy_from_numpy_sin_3065e3.yaml"]
+    results = tmp_path / "r.jsonl"
+    run = run_cli(tmp_path, "run", *map(str, paths), "--framework", "paddle", "--device", "cpu", "--no-baselines",
+                  "--results", str(results), "--summary", str(tmp_path / "s.md"))
+    assert run.returncode == 0, run.stdout[-2000:]
+    records = list(read_records([results]))
+    assert [r["outcome"] for r in records] == ["silent-wrong", "silent-wrong"]
+    for record in records:
+        assert "from_numpy_en.html" in record["details"]["copies_where_documented_as_view"]["from_numpy"]
+    from conformance.records.explain import explain
+
+    assert all("copies where its documentation promises shared memory (a hazard): from_numpy" in explain(r)
+               for r in records)
+
+
+@needs_paddle
+def test_an_overlapping_write_through_a_copy_the_framework_documents_is_judged_with_the_copy(tmp_path: Path) -> None:
+    """masked_fill_ through x[0:1].expand(2, 2): the view model cannot write one memory location twice, but
+    paddle's expand copies (documented), and with the copy its values fit: copies, not error."""
+    steps = [{"op": "tensor", "out": "x", "value": [[1.0, 2.0], [3.0, 4.0]]},
+             {"op": "getitem", "args": ["x"], "index": "0:1", "out": "top"},
+             {"op": "expand", "args": ["top"], "shape": [2, 2], "out": "e"},
+             {"op": "masked_fill_", "args": ["e"], "mask": [[1, 0], [0, 0]], "value": 0.0},
+             {"observe": "value", "of": "e"}, {"observe": "value", "of": "x"}]
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "overlap.yaml").write_text(_yaml("expand_masked_fill_overlap", steps))
+    results = tmp_path / "r.jsonl"
+    run = run_cli(tmp_path, "run", "views", "--framework", "paddle", "--device", "cpu", "--no-baselines",
+                  "--results", str(results), "--summary", str(tmp_path / "s.md"))
+    assert run.returncode == 0, run.stdout[-2000:]
+    [record] = read_records([results])
+    assert record["outcome"] == "copies" and "expand" in record["details"]["documented_copies"], record["details"]
+
+
 # -- minimal programs ---------------------------------------------------------------------------------------
 
 DEAD_AND_UNSUPPORTED = Program((

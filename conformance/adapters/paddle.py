@@ -48,6 +48,9 @@ class PaddleAdapter(Adapter):
         "expand": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/expand_en.html: "
                                 "\"Expand the input tensor to a given shape\"; no view is promised (torch documents "
                                 "\"Expanding a tensor does not allocate new memory\")"),
+        "from_numpy": Copying(False, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/"
+                                     "from_numpy_en.html: \"The returned Tensor and the input ndarray share the same "
+                                     "underlying memory\"; it copies (paddle 3.3)"),
         "numpy": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/Tensor_en.html: "
                                "\"Returns a numpy array shows the value of current Tensor\"; the conversion guide "
                                "for torch.Tensor.numpy drops torch's shared storage without a Paddle equivalent"),

@@ -86,8 +86,24 @@ def _brief(record: Record) -> str:
     return ""
 
 
+def _copies(record: Record) -> str | None:
+    """The one way every place says that a framework's copy decided the cell (engine.py's copy policy): a
+    copy where the documentation promises sharing is a hazard; one it documents is what it promises."""
+    promised = record.details.get("copies_where_documented_as_view")
+    if isinstance(promised, Mapping) and promised:
+        return ("copies where its documentation promises shared memory (a hazard): "
+                + ", ".join(sorted(map(str, promised))))
+    documented = record.details.get("documented_copies")
+    if isinstance(documented, Mapping) and documented:
+        return "copies, as its documentation allows: " + ", ".join(sorted(map(str, documented)))
+    return None
+
+
 def _markdown(record: Record) -> str:
     parts = []
+    copies = _copies(record)
+    if copies:
+        parts.append(text(copies))
     exc = record.exception
     if exc:
         parts.append(f"{code(exc.type)} ({_place(exc, code)}): {text(_shorten(exc.first_line, 300))}")
@@ -137,6 +153,9 @@ def _observation_line(observation: Mapping[str, Any]) -> str:
 
 def _text(record: Record) -> str:
     lines = [f"{record.case} on {record.column.where}: {record.outcome}"]
+    copies = _copies(record)
+    if copies:
+        lines.append(f"  {copies}")
     exc = record.exception
     if exc:
         lines.append(f"  {exc.type} ({_place(exc, str)}): {exc.first_line}")
