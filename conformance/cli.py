@@ -6,7 +6,8 @@ pytest's, except for the statuses of its own below, so the command and a plain p
 agree on the verdict.
 
 Exit statuses of `conformance run`:
-  0    every cell ran and matched its baseline (or has none); findings are not failures
+  0    every cell ran and matched its baseline, or has none: a column no baseline checked is named
+       at the end ("unchecked: ...") and in the summary; findings are not failures
   1    a cell changed against its baseline, or the harness failed on a cell (outcome error)
   2    bad case files (the other cases still ran), or a usage error (one line)
   3    pytest's internal error
