@@ -240,7 +240,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     cases, errors = load_cases(args.paths or ["cases"], load=load_checked)
     matches = [c for c in cases if c.id == args.case]
     if not matches:
-        print(f"error: no case with id {args.case!r}", file=sys.stderr)
+        where = ", ".join(args.paths or ["cases"])
+        print(f"error: no case with id {args.case!r} in {where}; a case elsewhere is found with --paths DIR",
+              file=sys.stderr)
         return 2
     cls = adapter_classes().get(args.framework)
     if cls is None or not is_installed(cls):
@@ -528,8 +530,12 @@ def cmd_porting(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="conformance", description=__doc__.split("\n\n", 1)[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from conformance.adapter import adapter_classes
+
+    parser = _Parser(prog="conformance", description="The conformance matrix of in-place and aliasing semantics: "
+                                                     "run the cases on each installed framework, judge them against "
+                                                     "a NumPy reference, and report.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run the matrix and write results and the summary",
                          description="Run the matrix through pytest and print the summary.",
@@ -558,17 +564,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     validate = sub.add_parser("validate", help="check case files without running them")
-    validate.add_argument("paths", nargs="*")
+    validate.add_argument("paths", nargs="*", help="case files or directories [default: cases]")
     validate.set_defaults(func=cmd_validate)
 
     listing = sub.add_parser("list", help="list the cases")
-    listing.add_argument("paths", nargs="*")
+    listing.add_argument("paths", nargs="*", help="case files or directories [default: cases]")
     listing.set_defaults(func=cmd_list)
 
-    show = sub.add_parser("show", help="print the framework code the adapter runs for a case")
-    show.add_argument("case")
-    show.add_argument("--framework", required=True)
-    show.add_argument("--device", default="cpu", choices=DEVICES)
+    show = sub.add_parser("show", help="print the program a user of the framework writes for a case (a "
+                                       "reproducer that prints what it observes)")
+    show.add_argument("case", help="the case's id (its id: field), as conformance list prints it")
+    show.add_argument("--framework", required=True, choices=sorted(adapter_classes()), help="whose program")
+    show.add_argument("--device", default="cpu", choices=DEVICES, help="[cpu]")
     show.add_argument("--mode", default="eager", help="eager, or a compiled mode of the framework [eager]")
     show.add_argument("--paths", nargs="*", help="where to look for the case [default: cases]")
     show.add_argument("--no-cache", action="store_true",
@@ -607,6 +614,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--committed", default=str(Path(DEFAULT_RESULTS).parent), metavar="DIR",
                       help="where --nearest and versions by name look for committed results [%(default)s]")
     diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
+    diff.epilog = ("Exit status: 0 when no cell became wrong (for a spelling that existed before), crashed or "
+                   "timed out; 1 when one did (the upgrade gate: the change is listed first); 2 for bad input "
+                   "(one line).")
     diff.set_defaults(func=cmd_diff)
 
     upgrades = sub.add_parser("upgrades", help="each framework release against the one before it, "
@@ -640,6 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)
+    for name, command in sub.choices.items():  # a command's --help opens with what `conformance --help` says
+        if command.description is None:
+            command.description = next(a.help for a in sub._choices_actions if a.dest == name)
     return parser
 
 

@@ -187,3 +187,36 @@ def test_prune_removes_the_entries_of_deleted_cases_and_says_so(tmp_path: Path) 
     [baseline] = (tmp_path / "base").glob(f"{FRAMEWORK}-*-cpu.json")
     assert set(json.loads(baseline.read_text())["cells"]) == {"first"}
     assert f"pruned baseline entry: {baseline}: second" in run.stdout
+
+
+def test_every_command_and_argument_says_what_it_is_in_plain_text() -> None:
+    """Each subcommand has a description, each of its arguments a help, and no help text carries
+    reStructuredText markup; show lists its frameworks and diff states its exit statuses."""
+    import argparse
+
+    from conformance.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing, markup = [], []
+    for name, command in sub.choices.items():
+        if not command.description:
+            missing.append(f"{name}: no description")
+        for action in command._actions:
+            if action.dest != "help" and not action.help:
+                missing.append(f"{name} {action.option_strings or action.dest}: no help")
+        text = command.format_help()
+        markup += [name for token in ("``", ":class:", ":func:", ":meth:") if token in text]
+    assert not missing and not markup, (missing, markup)
+    assert "``" not in parser.format_help()
+    from conformance.adapter import adapter_classes
+
+    choices = "{" + ",".join(sorted(adapter_classes())) + "}"
+    assert f"--framework {choices}" in " ".join(sub.choices["show"].format_help().split())
+    assert "Exit status: 0 when no cell became wrong" in " ".join(sub.choices["diff"].format_help().split())
+
+
+def test_show_of_a_case_outside_the_catalogue_points_to_paths(tmp_path: Path) -> None:
+    run = run_cli(tmp_path, "show", "elsewhere_case", "--framework", "torch")
+    assert run.returncode == 2
+    assert "no case with id 'elsewhere_case' in cases; a case elsewhere is found with --paths DIR" in run.stderr

@@ -1,4 +1,4 @@
-"""``conformance fuzz``: draw programs, run them on every framework and the reference, shrink and write findings.
+"""conformance fuzz: draw programs, run them on every framework and the reference, shrink and write findings.
 
 Exit statuses: 0 the run finished (findings are not failures); 1 a harness error or a generator bug
 was met (each is listed); 2 a usage error; 130 interrupted by SIGINT or SIGTERM (what was found so far
