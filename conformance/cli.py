@@ -62,12 +62,14 @@ def _pytest_args(args: argparse.Namespace, paths: Sequence[str]) -> list[str]:
     # Only what a run needs: our plugin, and xdist's for -n (others installed beside them, such as
     # hypothesis's, would only add their start-up and closing time to every run); no capture of the
     # file descriptors, log records or warnings around each cell (the cells run in the workers, which
-    # record their output and warnings) and no hunt for unraisable exceptions (full garbage
-    # collections) at the end; no conftest.py files looked for beside every case file.
-    argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "--capture=no",
+    # record their output and warnings; sys-level capture only, which costs a swap of sys.stdout and is
+    # what lets pytest print the running count of cells, [120/240]) and no hunt for unraisable exceptions
+    # (full garbage collections) at the end; no conftest.py files looked for beside every case file.
+    argv = [*paths, "--conformance", "--disable-plugin-autoload", "-p", "conformance.plugin", "--capture=sys",
             "--noconftest",
             *(f"-pno:{name}" for name in _UNUSED_PYTEST_PLUGINS),
-            f"--conformance-summary={args.summary}", "-o", "python_files=", "--rootdir", ".", "-c", "/dev/null"]
+            f"--conformance-summary={args.summary}", "-o", "python_files=", "-o", "console_output_style=count",
+            "--rootdir", ".", "-c", "/dev/null"]
     argv += [f"--conformance-results={args.results}"] if args.results else []
     argv += [f"--conformance-framework={f}" for f in args.framework or []]
     argv += [f"--conformance-device={d}" for d in args.device or []]
@@ -155,8 +157,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    summary = Path(args.summary)
-    before = _identity(summary)  # printed below only when this run wrote it (an old one is never removed)
     frameworks = _frameworks(args)
     if args.workers == "auto":  # as many processes as can pay, and say what was chosen
         count, why = parallel_processes(_cells(args, paths, frameworks), len(frameworks))
@@ -184,18 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 pool.close()
     for error in invalid:  # reported by the items of the files that could not be read
         print(f"error: {printable(error)}", file=sys.stderr)
-    if summary.is_file() and _identity(summary) != before:
-        print(summary.read_text(encoding="utf-8"))
+    # The counts, the findings and where the table is were printed by the run itself (the table has a row
+    # per case: it is in the summary file, not on the terminal).
     return _run_status(status, len(invalid))
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    """What tells one version of a file from the next (a run replaces its summary with a new file)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_ino, info.st_mtime_ns, info.st_size
 
 
 def printable(text: object) -> str:
@@ -538,7 +529,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run the matrix and write results and the summary",
-                         description="Run the matrix through pytest and print the summary.",
+                         description="Run the matrix through pytest: a letter per cell (a legend first) with the running "
+                                     "count, then the counts per column, the findings, and where the results and the "
+                                     "summary table are.",
                          epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("paths", nargs="*", help="case files or directories, any name [default: cases]")
     run.add_argument("--framework", action="append", help="framework (repeatable) [default: installed]")

@@ -371,7 +371,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _engine(session.config).replan(_cell_of(item) for item in session.items
                                        if isinstance(item, CaseItem) and item._kept() is None)
     if _is_controller(session.config) and session.config.stash.get(_ACTIVE, False):
-        count_progress_only(session.config.pluginmanager.get_plugin("terminalreporter"))
+        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        count_progress_only(terminal)
+        if terminal is not None and session.items:  # what the progress line's letters stand for
+            terminal.write_line("cells: " + "  ".join(f"{letter} {outcome}" for outcome, letter in LETTERS.items())
+                                + "  s skipped  E error  F changed against its baseline")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -134,7 +134,12 @@ def test_xdist_gives_the_same_outcomes_as_a_serial_run(pytester, project) -> Non
 def test_conformance_run_exits_0_whatever_the_frameworks_do(project) -> None:
     run = run_cli(project, "run", "--framework", FRAMEWORK, "--device", "cpu")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "| case |" in run.stdout
+    cells = len(list((project / "cases").rglob("*.yaml")))
+    # the terminal: the legend, a letter per cell with the running count, the counts, where the table is
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("cells: . silent-correct  W silent-wrong")
+    assert f"[{cells}/{cells}]" in run.stdout and "| case |" not in run.stdout
+    assert "summary: " in run.stdout and "| case |" in (project / "reports" / "summary.md").read_text()
     assert (project / "reports" / "results" / "latest.jsonl").exists()
 
 
