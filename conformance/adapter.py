@@ -190,6 +190,12 @@ class Adapter:
             return f"{self.name} has no mode {mode!r} (its modes: eager, {', '.join(self.modes)})"
         return None
 
+    def compile_problem(self, mode: str, device: str) -> str | None:
+        """None when the framework compiles the simplest program here in *mode*, else why not: a compiler it
+        needs that is broken, a package its compiler imports that is missing.  A fault of the environment
+        (every compiled cell an ``error`` naming it), never a behaviour, and checked once per worker."""
+        return None
+
     def compile_function(self, function: str, mode: str) -> str:
         """The expression that compiles the function named *function* in *mode*."""
         raise Unsupported(f"{self.name} has no mode {mode!r}")

@@ -3,7 +3,8 @@ against NumPy 1 and, under NumPy 2, import with "Failed to initialize NumPy" and
 ("Numpy is not available").  Each cell is then an error naming NumPy, and the run says so in one line.
 
 It needs that environment for real: ``tox -e numpy-fault`` installs torch 2.1.2 under NumPy 2 and runs this
-file (.ci/run does); elsewhere it is skipped, saying so.
+file (.ci/run does); elsewhere those tests are skipped, saying so.  A broken compiler is made for real anywhere
+(CXX=/bin/false).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ def _versions() -> tuple[Version | None, Version | None]:
 
 
 TORCH, NUMPY = _versions()
-pytestmark = pytest.mark.skipif(
-    TORCH is None or NUMPY is None or not (TORCH.release < (2, 3) and NUMPY.release >= (2,)),
+NUMPY_FAULT = TORCH is not None and NUMPY is not None and TORCH.release < (2, 3) and NUMPY.release >= (2,)
+needs_numpy_fault = pytest.mark.skipif(
+    not NUMPY_FAULT,
     reason=f"needs torch < 2.3 under NumPy 2 (here torch {TORCH}, NumPy {NUMPY}): `tox -e numpy-fault` "
            f"installs torch 2.1.2 with NumPy 2 and runs this file")
 
 
+@needs_numpy_fault
 def test_torch_built_for_numpy_1_under_numpy_2_is_an_error_naming_numpy(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "run", str(SEED), "--framework", "torch", "--device", "cpu", "--no-baselines",
                      "--results", "r.jsonl", "--summary", "s.md")
@@ -53,6 +56,7 @@ def test_torch_built_for_numpy_1_under_numpy_2_is_an_error_naming_numpy(tmp_path
     assert "the environment is at fault" in (tmp_path / "s.md").read_text()
 
 
+@needs_numpy_fault
 def test_the_same_torch_under_numpy_1_is_not_at_fault(tmp_path: Path) -> None:
     """The check is of this environment, not of the torch version: the committed torch 2.1.2 column ran
     under NumPy 1.26.4 (constraints/numpy1.txt) with no error."""
@@ -62,3 +66,20 @@ def test_the_same_torch_under_numpy_1_is_not_at_fault(tmp_path: Path) -> None:
     records = [json.loads(line) for line in committed.read_text().splitlines()]
     assert {r["run_info"]["numpy"] for r in records} == {"1.26.4"}
     assert not [r["case"] for r in records if r["outcome"] == "error"]
+
+
+@pytest.mark.skipif(TORCH is None or NUMPY_FAULT, reason="torch is not installed, or cannot use this NumPy")
+def test_a_compiler_that_cannot_compile_the_simplest_program_is_an_error_not_a_raise(tmp_path: Path) -> None:
+    """A broken C++ compiler (CXX=/bin/false, for real) or a package torch's inductor imports that is missing
+    (pkg_resources for torch 2.1): every compiled cell is an error naming it, never a raise of the case."""
+    if TORCH.release < (2, 1):
+        pytest.skip(f"torch {TORCH} has no torch.compile on this Python")
+    result = run_cli(tmp_path, "run", str(SEED), "--framework", "torch", "--device", "cpu", "--mode", "compile",
+                     "--no-baselines", "--results", "r.jsonl", "--summary", "s.md", env={"CXX": "/bin/false"})
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert records and result.returncode == 1, result.stdout[-3000:]
+    assert {r["outcome"] for r in records} == {"error"}
+    assert all("torch.compile cannot compile x * 2 + 1 here" in r["details"]["message"] for r in records)
+    lines = [line for line in result.stdout.splitlines()
+             if line.startswith("error: ") and "the environment is at fault" in line]
+    assert len(lines) == 1 and "compile" in lines[0] and "/bin/false" in lines[0], result.stdout[-3000:]

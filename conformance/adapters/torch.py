@@ -74,6 +74,24 @@ class TorchAdapter(Adapter):
             return "torch.compile's inductor backend needs triton on a GPU, and it is not installed"
         return None
 
+    def compile_problem(self, mode: str, device: str) -> str | None:
+        checked = self.__dict__.setdefault("_compile_checked", {})
+        if (mode, device) not in checked:
+            checked[(mode, device)] = self._compiles_simplest(device)
+        return checked[(mode, device)]
+
+    def _compiles_simplest(self, device: str) -> str | None:
+        """``torch.compile(lambda x: x * 2 + 1)`` of two ones: anything but [3, 3] is the environment's fault."""
+        try:
+            ones = self.fw.ones(2, device="cuda" if device == "gpu" else "cpu")
+            got = self.fw.compile(lambda x: x * 2 + 1)(ones).tolist()
+        except Exception as exc:  # noqa: BLE001 - the simplest program: no case can be at fault
+            what = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+            return f"torch.compile cannot compile x * 2 + 1 here: {type(exc).__name__}: {what[:300]}"
+        finally:
+            importlib.import_module("torch._dynamo").reset()
+        return None if got == [3.0, 3.0] else f"torch.compile of x * 2 + 1 gave {got} for [1, 1]"
+
     def compile_function(self, function: str, mode: str) -> str:
         return f"torch.compile({function})"
 

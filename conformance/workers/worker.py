@@ -222,6 +222,9 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
             "phase": "conversion"}, "observations": [], "warnings": []}
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
+    broken = adapter.compile_problem(mode, device) if mode != "eager" else None
+    if broken is not None:  # a compiler that cannot compile the simplest program runs no case
+        return {"status": "error", "message": broken, "environment": broken}
     run = _Run(adapter)
     adapter.before_case(mode)
     filename = run.main_file = _source_file(case.id, program.source)
