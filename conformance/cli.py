@@ -410,9 +410,10 @@ def cmd_upgrades(args: argparse.Namespace) -> int:
     from conformance.report.upgrades import render_upgrades, upgrade_chain
 
     paths = _results_paths(args.results)
+    controls = sorted(Path(args.controls).glob("*.jsonl")) if Path(args.controls).is_dir() else []
     try:
         check_writable(args.output)
-        chain = upgrade_chain(paths)
+        chain = upgrade_chain(paths, controls)
         if not chain:
             raise BadInput(f"no framework has two versions in {', '.join(map(str, paths)) or 'no files'}")
         write_file(args.output, render_upgrades(chain))
@@ -615,6 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
     upgrades = sub.add_parser("upgrades", help="each framework release against the one before it, "
                                                "from results files, as one markdown page")
     _committed_results_argument(upgrades)
+    upgrades.add_argument("--controls", default="reports/controls", metavar="DIR",
+                          help="results of a version run under another NumPy (tox -e torch23-numpy1): where a step's "
+                               "two versions ran with different NumPy, they tell its changes apart [%(default)s]")
     upgrades.add_argument("--output", default="reports/UPGRADES.md", help="markdown page [%(default)s]")
     upgrades.set_defaults(func=cmd_upgrades)
 

@@ -83,3 +83,28 @@ def test_nearest_without_a_committed_column_of_that_framework_is_bad_input(
     mine = column(tmp_path / "mine", "1.0.0", {"a": "raises"}, framework="jax")
     assert main(["diff", "--nearest", str(mine), "--committed", str(tmp_path)]) == 2
     assert "no committed column" in capsys.readouterr().err
+
+
+def test_a_step_across_numpy_versions_is_attributed_by_a_control_column(tmp_path: Path) -> None:
+    """torch 2.2.2 (NumPy 1) -> 2.3.1 (NumPy 2): with torch 2.3.1 also run under NumPy 1 as a control, the
+    upgrade page marks each change as NumPy's or torch's; without it, it says it cannot tell them apart."""
+    def under(numpy: str, version: str, outcomes: dict[str, str], name: str) -> Path:
+        records = [{**record(case, outcome, framework="torch", version=version,
+                             **(raised() if outcome == "raises" else {})), "run_info": {"numpy": numpy}}
+                   for case, outcome in outcomes.items()]
+        return write(tmp_path / name, records)
+
+    old = under("1.26.4", "2.2.2", {"a": "raises", "b": "aliases"}, "torch-2.2.2-cpu.jsonl")
+    new = under("2.4.6", "2.3.1", {"a": "silent-correct", "b": "copies"}, "torch-2.3.1-cpu.jsonl")
+    control = under("1.26.4", "2.3.1", {"a": "raises", "b": "copies"}, "control.jsonl")  # 2.3.1 under NumPy 1
+    [step] = upgrade_chain([old, new])
+    assert any("cannot tell them apart" in note for note in step.notes)
+    [step] = upgrade_chain([old, new], [control])
+    causes = {change.case: change.cause for change in step.changes}
+    assert causes == {"a": "NumPy", "b": "torch"}
+    out = tmp_path / "UPGRADES.md"
+    (tmp_path / "controls").mkdir()
+    control.rename(tmp_path / "controls" / "control.jsonl")
+    assert main(["upgrades", str(old), str(new), "--controls", str(tmp_path / "controls"), "--output", str(out)]) == 0
+    page = out.read_text()
+    assert "[the change is NumPy's]" in page and "[the change is torch's]" in page

@@ -25,8 +25,12 @@ def _runs(column_cells: dict[str, object]) -> bool:
     return any(getattr(cell, "outcome", None) != "skipped" for cell in column_cells.values())
 
 
-def upgrade_chain(paths: Iterable[Path | str]) -> list[Comparison]:
-    """One comparison per neighbouring pair of versions, per framework, device and mode."""
+def upgrade_chain(paths: Iterable[Path | str], controls: Iterable[Path | str] = ()) -> list[Comparison]:
+    """One comparison per neighbouring pair of versions, per framework, device and mode.  *controls*: results
+    of a version run under another NumPy, which attribute the changes of a step whose two versions ran with
+    different NumPy (``compare``'s control)."""
+    controls = list(controls)
+    control = Side.merged([load_side(path) for path in controls]) if controls else None
     lines: dict[tuple[str, str, str], list[tuple[Column, Side]]] = {}
     for path in paths:
         side = load_side(path)
@@ -41,7 +45,7 @@ def upgrade_chain(paths: Iterable[Path | str]) -> list[Comparison]:
         twice = {v for v in seen if seen.count(v) > 1}
         if twice:
             raise BadInput(f"{' '.join(key)}: version(s) {', '.join(sorted(twice))} in more than one file")
-        chain += [compare(old, new) for (_, old), (_, new) in zip(versions, versions[1:])]
+        chain += [compare(old, new, control) for (_, old), (_, new) in zip(versions, versions[1:])]
     return chain
 
 
@@ -55,8 +59,11 @@ def render_upgrades(chain: list[Comparison]) -> str:
     """An index of every step (counts by severity), then each step's changes."""
     lines = ["# Upgrade chain", "",
              "Each release against the one before it, per framework, device and mode, from the committed",
-             "results; a change is ranked as `conformance diff` ranks it (new silent-wrong first). Any two",
-             "versions: `conformance diff OLD.jsonl NEW.jsonl`.", ""]
+             "results; a change is ranked as `conformance diff` ranks it (new silent-wrong first), and an API",
+             "that arrives is new API, never a change for the worse. Where a step's two versions ran with",
+             "different NumPy it says so, and a control column (one version under the other NumPy,",
+             "`reports/controls/`) marks each change as NumPy's or the framework's. Any two versions:",
+             "`conformance diff torch==2.4.1 torch==2.15.0`.", ""]
     rows = []
     for comparison in chain:
         old, new = comparison.pairs[0]
