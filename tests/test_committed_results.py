@@ -108,3 +108,21 @@ def test_every_link_of_the_porting_guide_leads_somewhere() -> None:
     assert inside and not [target for target in inside if target not in anchors]
     pages = re.findall(r"\]\(\./([^)#]+)", page)
     assert pages and not [p for p in pages if not (ROOT / "reports" / p).is_file()]
+
+
+CONTROLS = sorted((ROOT / "reports" / "controls").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CONTROLS, ids=[p.name for p in CONTROLS])
+def test_every_control_column_is_whole_and_current(path, catalogue: dict[str, str]) -> None:
+    """A control (one version run under another NumPy, tox -e torch23-numpy1) attributes the changes of an
+    upgrade step: it must hold the current catalogue, without a fault, under a NumPy its sibling column lacks."""
+    records = list(latest_by_cell(load_records([path])).values())
+    problems = [f"{r.case}: stale" for r in records if catalogue.get(r.case) != r.case_digest]
+    problems += [f"{r.case}: {r.outcome}" for r in records if r.outcome in FAULTS]
+    problems += [f"{case}: no record" for case in sorted(set(catalogue) - {r.case for r in records})]
+    assert not problems, f"{path.name}: rerun its tox env:\n" + "\n".join(problems[:40])
+    sibling = results_file(records[0].framework, records[0].framework_version, "cpu", (EAGER,))
+    assert sibling.is_file(), f"{path.name} controls no committed column ({sibling.name})"
+    assert {r.numpy for r in load_records([sibling])}.isdisjoint({r.numpy for r in records}), \
+        f"{path.name} ran under the NumPy of the column it controls"
