@@ -51,3 +51,17 @@ def test_a_changed_cell_is_confirmed_by_the_values_its_reproducer_prints(tmp_pat
     (tmp_path / "new.jsonl").write_text(json.dumps(record) + "\n")
     refuted = _confirm(tmp_path, "new.jsonl", "--since", "old.jsonl")
     assert refuted.returncode == 1 and "| NO |" in refuted.stdout and "1 of 2 values" in refuted.stdout
+
+
+def test_a_confirmation_recorded_under_a_build_label_is_found_for_the_public_version(tmp_path) -> None:
+    import json as _json
+
+    from conformance.records.record import Record
+    from conformance.report.modes import confirmation_key, load_confirmations
+
+    record = Record(case="c", case_digest="sha256:1", framework="torch", framework_version="2.13.0", device="cpu",
+                    outcome="raises", mode="compile")
+    old_key = _json.dumps(["c", "sha256:1", "torch", "2.13.0+cpu", "cpu", "compile", "raises", None])
+    path = tmp_path / "confirmations.jsonl"
+    path.write_text(_json.dumps({"key": old_key, "confirms": True, "reproducer": "raised RuntimeError"}) + "\n")
+    assert load_confirmations(path)[confirmation_key(record)] == (True, "raised RuntimeError")

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from conformance.records.record import Record
+from conformance.records.record import Record, split_build
 
 __all__ = ["confirmation_key", "confirmation_line", "load_confirmations", "mode_changes", "render_mode_changes"]
 
@@ -26,6 +26,15 @@ def confirmation_key(record: Record) -> str:
     """What a confirmation is kept under: the cell, the case as it ran, and what the record says it did."""
     return json.dumps([record.case, record.case_digest, record.framework, record.framework_version, record.device,
                        record.mode, record.outcome, record.correct])
+
+
+def _public(key: str) -> str:
+    """A key written when the build was part of the version (``2.13.0+cpu``), as the column names it now."""
+    cell = json.loads(key)
+    if isinstance(cell, list) and len(cell) > 3 and isinstance(cell[3], str):
+        cell[3] = split_build(cell[3])[0]
+        return json.dumps(cell)
+    return key
 
 
 def load_confirmations(path: Path | str) -> dict[str, tuple[bool, str]]:
@@ -40,7 +49,7 @@ def load_confirmations(path: Path | str) -> dict[str, tuple[bool, str]]:
             continue
         try:
             entry = json.loads(line)
-            found[entry["key"]] = (bool(entry["confirms"]), str(entry["reproducer"]))
+            found[_public(entry["key"])] = (bool(entry["confirms"]), str(entry["reproducer"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{number}: not a confirmation ({exc})") from None
     return found
