@@ -541,3 +541,14 @@ def test_what_other_code_kept_is_removed_once_stale(tmp_path, monkeypatch) -> No
     os.utime(ours, (then, then))
     forget_other_code(folder)
     assert not old.exists() and recent.exists() and ours.exists()
+
+
+def test_a_cache_write_on_a_full_filesystem_leaves_no_temporary_file(full_filesystem) -> None:
+    from conformance.cache import write_atomically
+
+    from .conftest import fill
+
+    fill(full_filesystem)
+    target = full_filesystem / "entry.json"
+    assert write_atomically(target, b"x" * 65536) is False
+    assert not [p.name for p in full_filesystem.rglob(".tmp-*")]

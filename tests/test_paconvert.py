@@ -250,3 +250,17 @@ def test_resume_refuses_a_paconvert_column_written_by_another_torch(tmp_path: Pa
     run = run_cli(tmp_path, *args, "--resume")
     assert run.returncode == 2 and "programs written by torch 2.1.2" in run.stderr, run.stdout[-2000:] + run.stderr
 
+
+
+@needs_paconvert
+def test_show_converts_only_the_case_asked_for_and_keeps_it_under_the_torch_that_wrote_it(tmp_path: Path) -> None:
+    """The first show of a converted program converts that one program (each takes a process of its own:
+    the whole catalogue took 20-34 s), and keeps it under the torch version that wrote it too."""
+    from .runs import run_cli
+
+    env = {"CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
+    run = run_cli(ROOT, "show", "leaf_sin_inplace", "--framework", "paconvert", env=env)
+    assert run.returncode == 0 and "paddle" in run.stdout, run.stderr[-2000:]
+    [kept] = (tmp_path / "cache" / "programs").glob("paconvert-*.json")
+    assert f"+torch{installed('torch')[1]}" in kept.name
+    assert len(json.loads(kept.read_bytes().partition(b"\n")[2])) == 1
