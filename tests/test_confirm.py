@@ -65,3 +65,21 @@ def test_a_confirmation_recorded_under_a_build_label_is_found_for_the_public_ver
     path = tmp_path / "confirmations.jsonl"
     path.write_text(_json.dumps({"key": old_key, "confirms": True, "reproducer": "raised RuntimeError"}) + "\n")
     assert load_confirmations(path)[confirmation_key(record)] == (True, "raised RuntimeError")
+
+
+@pytest.mark.parametrize(("source", "confirms"), [("assert 1 == 2\n", True), ("raise AssertionError('why')\n", True),
+                                                  ("raise ValueError('other')\n", False), ("x = 1\n", False)])
+def test_a_raise_is_confirmed_by_its_type_also_when_its_message_is_empty(tmp_path: Path, source: str,
+                                                                         confirms: bool) -> None:
+    """torch 2.1.2's compiled backward raises a bare AssertionError: the traceback's last line is the type
+    alone, and that confirms a recorded AssertionError as 'AssertionError: message' does."""
+    import importlib.util
+
+    from conformance.records.record import Record
+
+    spec = importlib.util.spec_from_file_location("confirm_reproducers", ROOT / "tools" / "confirm_reproducers.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    record = Record(case="c", framework="torch", framework_version="2.1.2", device="cpu", outcome="raises",
+                    details={"exception": {"type": "AssertionError", "message": "", "phase": "backward"}})
+    assert tool.confirm(record, source, None, tmp_path)[0] is confirms

@@ -139,7 +139,8 @@ def confirm(record: Record, source: str, unsupported: str | None, folder: Path) 
     exception = record.exception.type if record.exception else ""
     short = exception.rsplit(".", 1)[-1]
     if exception:  # the program raised (after a wrong observation, too): it must raise it again
-        raised = re.search(rf"(^|[\s.]){re.escape(short)}:", stderr, re.MULTILINE) if short else None
+        # the traceback's last line: "AssertionError: message", or the name alone for an empty message
+        raised = re.search(rf"(^|[\s.]){re.escape(short)}(:|$)", stderr, re.MULTILINE) if short else None
         return bool(not ran and raised), f"raised {short}" if raised else _last_line(stderr)
     if not ran:
         return False, _last_line(stderr)
