@@ -146,7 +146,7 @@ def test_program_folders_of_a_process_that_is_gone_are_removed_and_others_kept(t
 
 
 @needs_framework
-def test_a_run_killed_with_sigkill_leaves_folders_that_the_next_run_removes(tmp_path: Path) -> None:
+def test_a_run_killed_with_sigkill_leaves_folders_that_the_next_run_removes(tmp_path: Path, monkeypatch) -> None:
     import os
     import signal
     import subprocess
@@ -155,9 +155,14 @@ def test_a_run_killed_with_sigkill_leaves_folders_that_the_next_run_removes(tmp_
     from conformance.workers.pool import scratch_folder
 
     write_case_file(tmp_path / "cases", LONG, "long")
+    # a scratch folder of its own: the runs of other tests, in parallel, sweep the shared one as they start
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("CONFORMANCE_SCRATCH_DIR", str(scratch))
     run = subprocess.Popen(cli_command("run", "cases", "--framework", FRAMEWORK, "--device", "cpu"), cwd=tmp_path,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     folder = Path(scratch_folder() or "/tmp")
+    assert folder == scratch
     deadline = time.monotonic() + 120
     while not list(folder.glob(f"conformance-programs-{run.pid}-*")) and time.monotonic() < deadline:
         time.sleep(0.2)
