@@ -77,14 +77,16 @@ _TICK = 0.25
 _MEMORY_TICK = 0.1
 
 
-@functools.lru_cache(maxsize=None)
 def scratch_folder() -> str | None:
     """Where workers keep the files they rewrite for every cell (its program, its captured output):
     ``$CONFORMANCE_SCRATCH_DIR`` when set, else a file system in memory where the machine has one (creating a
     file there costs a tenth of what it costs on a disk's journal), else the system's temporary folder (None)."""
-    chosen = os.environ.get("CONFORMANCE_SCRATCH_DIR")
-    if chosen:
-        return chosen
+    return os.environ.get("CONFORMANCE_SCRATCH_DIR") or _memory_folder()
+
+
+@functools.lru_cache(maxsize=None)
+def _memory_folder() -> str | None:
+    """``/dev/shm`` where it can be written (looked up once per process)."""
     folder = "/dev/shm"
     return folder if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) else None
 
