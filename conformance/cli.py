@@ -261,10 +261,44 @@ def cmd_show(args: argparse.Namespace) -> int:
     if "source" not in reply:
         print(f"error: {reply.get('message')}", file=sys.stderr)
         return 1
-    print(reply["source"], end="")  # comments and literals hold no character that acts on a terminal
+    if args.no_run:
+        print(reply["source"], end="")  # comments and literals hold no character that acts on a terminal
+        if reply.get("unsupported"):
+            print(printable(f"# unsupported from here on: {reply['unsupported']}"))
+        return 0
+    return _show_judged(case, args, reply)
+
+
+#: ``conformance show``'s exit status for a cell the harness could not run or judge (not a framework's doing).
+SHOW_HARNESS_ERROR = 3
+
+
+def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> int:
+    """The reproducer with the reference's value beside each print, then the cell run and judged as
+    ``conformance run`` does, ending with the verdict: exit 1 when the framework is wrong."""
+    from conformance.engine import Engine
+    from conformance.judge.classify import Unjudged
+    from conformance.records.record import Record
+    from conformance.records.verdict import annotate, verdict
+
+    engine = Engine(timeout=args.timeout)
+    try:
+        record = Record.from_dict(engine.run_cell(case, args.framework, args.device, args.mode))
+        reference = engine.reference(case)[0] if record.outcome != "unsupported" else None
+    finally:
+        engine.close()
+    expected = {name: value for name, value in (reference or {}).items() if not isinstance(value, Unjudged)}
+    # Where the judge used a framework's documented copies (a storage model of its own), its values are
+    # the ones beside the prints.
+    expected.update({str(o["name"]): o["reference"] for o in record.observations if "reference" in o})
+    print(annotate(reply["source"], expected), end="")
     if reply.get("unsupported"):
         print(printable(f"# unsupported from here on: {reply['unsupported']}"))
-    return 0
+    lines, wrong = verdict(record, reference)
+    print(printable("\n".join(lines)))
+    if wrong:
+        return 1
+    return SHOW_HARNESS_ERROR if record.outcome == "error" else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -521,6 +555,23 @@ def cmd_porting(args: argparse.Namespace) -> int:
     return 2 if errors else 0
 
 
+def cmd_site(args: argparse.Namespace) -> int:
+    from conformance.site import SiteError, build_site
+    from conformance.outputs import OutputError
+
+    controls = sorted(Path(args.controls).glob("*.jsonl")) if Path(args.controls).is_dir() else []
+    try:
+        built = build_site(_results_paths(args.results or []), args.cases or ["cases"], args.output, controls)
+    except (SiteError, OutputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for error in built.errors:
+        print(f"error: {printable(error)}", file=sys.stderr)
+    print(f"site: {built.output / 'index.html'} ({built.cases} case pages, {built.steps} upgrade pages"
+          + (f"; {len(built.removed)} stale page(s) removed" if built.removed else "") + ")")
+    return 2 if built.errors else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from conformance.adapter import adapter_classes
 
@@ -566,7 +617,17 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(func=cmd_list)
 
     show = sub.add_parser("show", help="print the program a user of the framework writes for a case (a "
-                                       "reproducer that prints what it observes)")
+                                       "reproducer that prints what it observes), the reference's value beside "
+                                       "each print, then run and judge it and say what was expected and what "
+                                       "came",
+                          description="Print a case's program as a user of the framework writes it, with the "
+                                      "reference's value beside each print; then run it on the installed "
+                                      "framework as `conformance run` does and end with the verdict (all of it "
+                                      "comments: the output still runs).",
+                          epilog="Exit status: 0 when the framework is not wrong (right, raises, warns with a "
+                                 "right result, shares or copies memory as the reference says); 1 when its result "
+                                 "is wrong (silent-wrong, or a warning beside a wrong result); 2 on bad input; "
+                                 f"{SHOW_HARNESS_ERROR} when the harness could not run or judge the cell.")
     show.add_argument("case", help="the case's id (its id: field), as conformance list prints it")
     show.add_argument("--framework", required=True, choices=sorted(adapter_classes()), help="whose program")
     show.add_argument("--device", default="cpu", choices=DEVICES, help="[cpu]")
@@ -575,6 +636,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--no-cache", action="store_true",
                       help="render afresh, neither reading nor keeping programs in the cache folder "
                            "[$CONFORMANCE_CACHE_DIR, else ~/.cache/conformance]")
+    show.add_argument("--no-run", action="store_true",
+                      help="print the program only: neither run nor judge it (exit 0)")
+    show.add_argument("--timeout", type=timeout_argument, default=120.0, metavar="SECONDS",
+                      help="the cell's time limit when it is run [120]")
     show.set_defaults(func=cmd_show)
 
     report = sub.add_parser("report", help="render the compatibility report from results files")
@@ -644,6 +709,19 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the compatibility report whose topic pages the guide links to [%(default)s]")
     porting.add_argument("--output", default="reports/PORTING.md", help="markdown page [%(default)s]")
     porting.set_defaults(func=cmd_porting)
+
+    site = sub.add_parser("site", help="the static site of the matrix: a page per case (the code of each framework, "
+                                       "its safe spelling, a cell per version with its reproducer), a page per "
+                                       "upgrade step, and an index that finds a case by the code you write")
+    site.add_argument("--results", nargs="*", metavar="FILE",
+                      help="results files [default: reports/results/*.jsonl except latest.jsonl]; the programs "
+                           "kept beside them (NAME.programs.json) give each framework's code")
+    site.add_argument("--cases", nargs="*", metavar="DIR", help="case folders [default: cases]")
+    site.add_argument("--controls", default="reports/controls", metavar="DIR",
+                      help="results of a version run under another NumPy, as for conformance upgrades [%(default)s]")
+    site.add_argument("--output", default="reports/site", metavar="DIR",
+                      help="the site's folder, written whole: open DIR/index.html [%(default)s]")
+    site.set_defaults(func=cmd_site)
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)

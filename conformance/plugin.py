@@ -34,6 +34,7 @@ from conformance.lean import COUNTED, RAN, count_progress_only
 from conformance.outputs import OutputError, ResultsLock, check_outputs, keep_previous, write_file
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
+from conformance.records.programs import write_programs
 from conformance.records.record import Record, slim, split_build
 from conformance.records.results import ResultsError, ResultsFile, ResultsWriteError, read_records
 from conformance.report.summary import column_name, render_summary
@@ -596,6 +597,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             _write_summary(records, summary_path(config), state, config)
         if config.getoption("conformance_update_baselines") and records:
             Baselines(_baseline_dir(config)[0]).update(records)
+        if records and not state.interrupted:
+            _keep_programs(config, records)
         if config.getoption("conformance_prune_baselines"):
             failed = not _prune(config, state)
         for record in records:
@@ -610,6 +613,35 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         failed = True
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _keep_programs(config: pytest.Config, records: list[Record]) -> None:
+    """The program of each cell this run recorded, kept beside its results file (records/programs.py): the
+    reports show each framework's code from it.  A converter's are not kept; a case whose file changed
+    since its cells ran is rendered from its file now only where its content is the same."""
+    path = results_path(config)
+    if str(path) == os.devnull:
+        return
+    classes = adapter_classes()
+    columns: dict[tuple[str, str, str, str], set[str]] = {}
+    for record in records:
+        cls = classes.get(record.framework)
+        if record.outcome not in ("skipped", "error") and cls is not None and not cls.isolated:
+            columns.setdefault((record.framework, record.framework_version, record.device, record.mode),
+                               set()).add(record.case)
+    if not columns:
+        return
+    cases, _ = load_cases(config.args or ["cases"])
+    by_id = {case.id: case for case in cases}
+    cells = [(by_id[name], framework, device, mode) for (framework, _, device, mode), names in sorted(columns.items())
+             for name in sorted(names) if name in by_id]
+    versions = {(framework, device, mode): version for framework, version, device, mode in columns}
+    entries = [{"framework": framework, "version": versions[framework, device, mode], "device": device,
+                "mode": mode, "case": case.id, "case_digest": case.digest, "code": reply["code"],
+                "source": reply["source"], "unsupported": reply.get("unsupported")}
+               for case, framework, device, mode, reply in _engine(config).render(cells)]
+    if entries:
+        write_programs(path, entries)
 
 
 def _environment_faults(records: list[Record]) -> list[tuple[str, dict[str, bool]]]:

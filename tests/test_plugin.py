@@ -176,7 +176,7 @@ def test_validate_list_and_show(project) -> None:
     assert run_cli(project, "validate").returncode == 0
     listing = run_cli(project, "list").stdout
     assert "seed/rnn_hidden_reuse" in listing
-    shown = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK)
+    shown = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK, "--no-run")
     assert shown.returncode == 0 and "from_numpy(a)" in shown.stdout
     assert run_cli(project, "show", "no_such_case", "--framework", FRAMEWORK).returncode == 2
 
@@ -292,7 +292,7 @@ def test_show_keeps_what_it_rendered_and_never_shows_a_program_of_another_case(p
     later show reads them (the file is not written again); a program edited in the cache folder is rendered
     afresh, never printed as the reproducer; --no-cache renders afresh; an edited case is a different case."""
     env = {"CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
-    first = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK, env=env)
+    first = run_cli(project, "show", "from_numpy_aliasing", "--framework", FRAMEWORK, "--no-run", env=env)
     assert first.returncode == 0 and "from_numpy(a)" in first.stdout
     [kept] = (tmp_path / "cache" / "programs").glob(f"{FRAMEWORK}-*-cpu-eager-*.json")
     mac, _, body = kept.read_bytes().partition(b"\n")
@@ -300,19 +300,19 @@ def test_show_keeps_what_it_rendered_and_never_shows_a_program_of_another_case(p
     programs = json.loads(body)
     assert len(programs) == len(list((project / "cases").rglob("*.yaml")))  # every case, from one worker
     written = kept.stat().st_mtime_ns
-    again = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    again = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-run", env=env)
     assert again.returncode == 0 and "sin_()" in again.stdout and kept.stat().st_mtime_ns == written
     for reply in programs.values():
         reply["source"] = "import os  # planted\n" + reply["source"]
     kept.write_bytes(mac + b"\n" + json.dumps(programs).encode())  # the old seal on new content
-    tampered = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    tampered = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-run", env=env)
     assert tampered.returncode == 0 and "planted" not in tampered.stdout and tampered.stdout == again.stdout
     assert b"planted" not in kept.read_bytes()  # rendered afresh, and kept anew
-    fresh = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-cache", env=env)
+    fresh = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-cache", "--no-run", env=env)
     assert fresh.returncode == 0 and fresh.stdout == again.stdout
     [path] = (project / "cases").rglob("leaf_sin_inplace.yaml")
     path.write_text(path.read_text().replace("title: ", "title: Edited, ", 1))
-    edited = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, env=env)
+    edited = run_cli(project, "show", "leaf_sin_inplace", "--framework", FRAMEWORK, "--no-run", env=env)
     assert edited.returncode == 0 and "Edited, " in edited.stdout
 
 

@@ -85,5 +85,5 @@ def render_all(worker: Any, cases: Iterable[Case], device: str, mode: str,
         except (WorkerCrashed, WorkerTimeout):
             continue
         if isinstance(reply.get("source"), str):
-            replies[key] = {"source": reply["source"], "unsupported": reply.get("unsupported")}
+            replies[key] = {"source": reply["source"], "code": reply.get("code"), "unsupported": reply.get("unsupported")}
     return replies

@@ -50,11 +50,19 @@ class Program:
     #: Indices into *body* of the statements that are the harness's own (step marks, observation reads and
     #: prints), which a converter must leave as they are.
     harness: frozenset[int] = frozenset()
+    #: Indices into *body* of a reproducer's notes on its steps (``# step 3: mul (line 17)``).
+    labels: frozenset[int] = frozenset()
 
     @property
     def source(self) -> str:
         text = "\n".join(self.head + self.helpers + self.body)
         return text if self.unsupported else text + "\n"
+
+    @property
+    def code(self) -> str:
+        """The steps as the framework's user writes them: the body without the harness's own statements."""
+        return "\n".join(line for i, line in enumerate(self.body)
+                         if i not in self.harness and i not in self.labels) + "\n"
 
 
 EAGER = "eager"
@@ -82,10 +90,16 @@ def translate(case: Case, adapter: Adapter, device: str, *, harness: bool, mode:
         writer.steps(case.steps)
     except Unsupported as exc:
         return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines), str(exc),
-                       writer.current)
-    offset = len(writer.functions)
+                       writer.current, harness=_in_body(writer, writer.harness_lines),
+                       labels=_in_body(writer, writer.label_lines))
     return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines),
-                   harness=frozenset(offset + i for i in writer.harness_lines))
+                   harness=_in_body(writer, writer.harness_lines), labels=_in_body(writer, writer.label_lines))
+
+
+def _in_body(writer: Writer, lines: set[int]) -> frozenset[int]:
+    """Indices into *writer*'s lines as indices into the program's body (its compiled functions, then them)."""
+    offset = len(writer.functions)
+    return frozenset(offset + i for i in lines)
 
 
 class Writer:
@@ -99,6 +113,7 @@ class Writer:
         self.reader = reader or adapter
         self.comments = comments
         self.harness_lines: set[int] = set()  # indices into lines of the harness's own statements
+        self.label_lines: set[int] = set()  # indices into lines of a reproducer's notes on its steps
         self.device = device
         self.harness = harness
         self.mode = mode
@@ -170,6 +185,8 @@ class Writer:
 
     def label(self, text: str) -> None:
         """A reproducer's note on the step that follows: a comment, or a string statement (``comments``)."""
+        if not self.in_function:
+            self.label_lines.add(len(self.lines))
         self.emit(comment(text) if self.comments else repr(text))
 
     def step(self, step: Step) -> None:

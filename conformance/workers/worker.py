@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
 def _render(adapter: Adapter, case: Case, request: dict[str, Any]) -> dict[str, Any]:
     """A case's reproducer: the program that prints its observations."""
     program = adapter.program(case, request["device"], harness=False, mode=request.get("mode", "eager"))
-    return {"source": program.source, "unsupported": program.unsupported}
+    return {"source": program.source, "code": program.code, "unsupported": program.unsupported}
 
 
 def _freeze_what_lasts(collect: bool = False) -> None:

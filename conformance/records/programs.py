@@ -1,0 +1,75 @@
+"""The programs a results file's cells ran, kept beside it: ``torch-2.13.0-cpu.jsonl`` has
+``torch-2.13.0-cpu.programs.json``.
+
+The reports show each framework's code (the porting guide, the site), and the report env does not
+install the frameworks: the program text comes from the run that produced the results, as the adapter
+of that framework version spelled it.  Each entry is one case in one column: the whole reproducer
+(``source``, what ``conformance show`` prints) and the user's ``code`` alone (the steps, without the
+reproducer's imports, helpers, step marks and prints).  A converter's programs (PaConvert) are its
+conversions of another framework's program, one process per case: they are not kept (``conformance show``
+prints them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = ["ProgramText", "load_programs", "programs_path", "write_programs"]
+
+SUFFIX = ".programs.json"
+
+
+def programs_path(results: Path | str) -> Path:
+    """The programs file kept beside *results*."""
+    results = Path(results)
+    stem = results.name[:-len(".jsonl")] if results.name.endswith(".jsonl") else results.name
+    return results.with_name(stem + SUFFIX)
+
+
+#: (framework, version, device, mode, case id) -> the entry
+ProgramKey = tuple[str, str, str, str, str]
+
+
+class ProgramText(dict):
+    """One kept program: ``framework``, ``version``, ``device``, ``mode``, ``case``, ``case_digest``,
+    ``code``, ``source`` and ``unsupported`` (why the framework has no spelling for a step, else None)."""
+
+    @property
+    def key(self) -> ProgramKey:
+        return (self["framework"], self["version"], self["device"], self["mode"], self["case"])
+
+
+def _read(path: Path) -> list[ProgramText]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    entries = data.get("programs") if isinstance(data, dict) else None
+    keys = ("framework", "version", "device", "mode", "case", "code", "source")
+    return [ProgramText(e) for e in entries or () if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys)]
+
+
+def load_programs(results_files: Iterable[Path | str]) -> dict[ProgramKey, ProgramText]:
+    """Every program kept beside *results_files* (a later file wins an entry two files share)."""
+    found: dict[ProgramKey, ProgramText] = {}
+    for results in results_files:
+        for entry in _read(programs_path(results)):
+            found[entry.key] = entry
+    return found
+
+
+def write_programs(results: Path | str, entries: Iterable[Mapping[str, Any]]) -> Path:
+    """Keep *entries* beside *results*, with those already kept for other cells or columns: one entry a
+    line, sorted, so that a rerun's file differs only where a program did.  Raises OutputError."""
+    from conformance.outputs import write_file
+
+    path = programs_path(results)
+    merged = {e.key: e for e in _read(path)}
+    for entry in entries:
+        text = ProgramText(entry)
+        merged[text.key] = text
+    lines = [json.dumps(dict(merged[key]), sort_keys=True, ensure_ascii=False) for key in sorted(merged)]
+    write_file(path, '{"programs": [\n' + ",\n".join(lines) + "\n]}\n")
+    return path

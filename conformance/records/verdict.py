@@ -1,0 +1,122 @@
+"""What a reproducer expected and what it got, as ``conformance show`` prints them.
+
+A framework developer pastes the output of ``conformance show`` into an upstream issue as it is, so it
+must say what is right, not only what the framework printed: each print of an observation gets the
+reference's value beside it, and the output ends with one verdict line from the judged cell
+("expected grad(x) = [2, 4], got [6, 12]: wrong").  Everything added is a comment, so the output stays
+a program that runs.  The values are the judge's (the record's), never recomputed here.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from conformance.records.explain import explain
+from conformance.records.record import Record
+
+__all__ = ["annotate", "format_value", "verdict"]
+
+#: How long a value may be where it is shown beside code or in a verdict line.
+VALUE_LIMIT = 160
+
+
+def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
+    """A value for a reader: numbers to 6 significant digits, nested lists as lists, cut at *limit*."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+
+    def shown(v: Any) -> str:
+        if isinstance(v, bool) or v is None:
+            return str(v)
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else f"{v:.6g}"
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(shown(x) for x in v) + "]"
+        if isinstance(v, Mapping) and "shape" in v:  # a large array, summarised by the worker
+            return f"array {'x'.join(map(str, v.get('shape') or []))} ({v.get('size')} elements)"
+        return str(v)
+
+    text = shown(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _printed_name(line: str) -> str | None:
+    """The observation a reproducer's ``print('grad(x)', ...)`` line prints (a loop's ``f'h[{i}]'`` gives
+    ``h[``), else None."""
+    try:
+        tree = ast.parse(line.strip())
+    except SyntaxError:
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print" and call.args):
+        return None
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    if isinstance(first, ast.JoinedStr) and first.values and isinstance(first.values[0], ast.Constant):
+        return str(first.values[0].value).split("[")[0] + "["
+    return None
+
+
+def annotate(source: str, expected: Mapping[str, Any]) -> str:
+    """*source* with ``# expected: VALUE`` beside each print of an observation the reference gives."""
+    lines = []
+    for line in source.splitlines():
+        name = _printed_name(line) if "print(" in line else None
+        if name is not None and name.endswith("["):  # one print in a loop: every iteration's value
+            values = [f"{key[len(name) - 1:]} {format_value(v, 60)}" for key, v in expected.items()
+                      if key.startswith(name)]
+            if values:
+                line += "  # expected: " + "; ".join(values)[:VALUE_LIMIT * 2]
+        elif name is not None and name in expected:
+            line += f"  # expected: {format_value(expected[name])}"
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+
+
+def verdict(record: Record, reference: Mapping[str, Any] | None) -> tuple[list[str], bool]:
+    """The closing lines (comments) and whether the framework is wrong: the judged observations, then one
+    line saying what was expected and what came.  *reference*: every observation the reference gives,
+    for a cell that stopped before its end (what a framework that computes would give)."""
+    where = f"{record.framework} {record.framework_version} ({record.device}, {record.mode})"
+    lines = [f"# ran on {where}:"]
+    for observation in record.observations:
+        if "value" not in observation:
+            continue
+        mark = "" if observation.get("ok") is not False else "   <- wrong"
+        lines.append(f"#   {observation.get('name')} = {format_value(observation.get('value'))}"
+                     + (f"   expected {format_value(observation['reference'])}" if "reference" in observation
+                        else "") + mark)
+    wrong = record.wrong_observations
+    if record.wrong:
+        said = "; ".join(f"expected {o.get('name')} = {format_value(o.get('reference'))}, "
+                         f"got {format_value(o.get('value'))}" for o in wrong[:3])
+        warned = " (after a warning)" if record.outcome == "warns" else ""
+        lines.append(f"# verdict: {said or explain(record, 'brief')}: wrong{warned}")
+        return lines, True
+    if record.outcome in ("raises", "crash", "timeout"):
+        seen = {str(o.get("name")) for o in record.observations}
+        rest = {name: value for name, value in (reference or {}).items() if name not in seen
+                and not type(value).__name__ == "Unjudged"}
+        would = "; ".join(f"{name} = {format_value(value, 80)}" for name, value in list(rest.items())[:4])
+        lines.append(f"# verdict: {record.outcome}: {explain(record, 'brief')}"
+                     + (f"; a framework that computes gives {would}" if would else ""))
+        return lines, False
+    if record.outcome in ("error", "skipped", "unsupported"):
+        lines.append(f"# verdict: {record.outcome}: {explain(record, 'brief')}")
+        return lines, False
+    judged = [o for o in record.observations if "reference" in o]
+    lines.append(f"# verdict: {record.outcome_label}: " + (
+        "every observation as expected" if judged else "nothing to compare") + (
+        f" ({explain(record, 'brief')})" if record.outcome in ("aliases", "copies") and explain(record, 'brief')
+        else ""))
+    return lines, False

@@ -1,0 +1,92 @@
+"""``conformance show`` as a framework developer pastes it into an upstream issue: the reference's value beside
+each print, a verdict line that says what was expected and what came, and exit 1 exactly when the cell is wrong.
+
+The cells are taken from the committed results of the versions the tests env installs, so each check is
+against what the matrix recorded, on the real frameworks: a silent-wrong and a silent-correct cell of each.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conformance.adapter import adapter_classes, installed, is_installed
+from conformance.records.record import EAGER, Record
+from conformance.records.results import latest_by_cell, load_records
+from conformance.records.verdict import annotate, format_value
+
+from .committed import ROOT, results_file
+
+FRAMEWORKS = ("torch", "paddle", "paconvert")
+
+
+def _committed(framework: str) -> list[Record]:
+    """The committed eager CPU records of the installed version of *framework* (none: not installed)."""
+    cls = adapter_classes().get(framework)
+    if cls is None or not is_installed(cls):
+        return []
+    version = cls.version_label(installed(framework)[1] or "")
+    path = results_file(framework, version.split("+")[0], "cpu", (EAGER,))
+    return list(latest_by_cell(load_records([path])).values()) if path.is_file() else []
+
+
+def _cell(framework: str, outcome: str) -> Record:
+    records = sorted((r for r in _committed(framework) if r.outcome == outcome and r.mode == EAGER),
+                     key=lambda r: (r.case.startswith("found_"), len(r.observations), r.case))
+    if not records:
+        pytest.skip(f"{framework} is not installed, or its committed column has no {outcome} cell")
+    return records[0]
+
+
+def _show(case: str, framework: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "show", case, "--framework", framework],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_wrong_cell_says_what_was_expected_and_what_came_and_exits_1(framework: str) -> None:
+    record = _cell(framework, "silent-wrong")
+    shown = _show(record.case, framework)
+    assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr
+    verdict = shown.stdout.rstrip().splitlines()[-1]
+    assert verdict.startswith("# verdict: expected ") and verdict.endswith(": wrong"), verdict
+    first = record.wrong_observations[0]
+    assert f"expected {first['name']} = {format_value(first['reference'])}" in verdict
+    assert f"got {format_value(first['value'])}" in verdict
+    # all it adds is comments: the output is still the program, and it runs
+    compile(shown.stdout, "reproducer.py", "exec")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_right_cell_says_so_and_exits_0(framework: str) -> None:
+    record = _cell(framework, "silent-correct")
+    shown = _show(record.case, framework)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    lines = shown.stdout.rstrip().splitlines()
+    assert lines[-1] == "# verdict: silent-correct: every observation as expected", lines[-1]
+    for observation in record.observations:
+        if "reference" in observation:  # the reference's value beside the print of each observation it gives
+            assert f"# expected: {format_value(observation['reference'])}" in shown.stdout, observation["name"]
+
+
+def test_a_refused_program_says_what_a_framework_that_computes_gives() -> None:
+    record = _cell("torch", "raises")
+    shown = _show(record.case, "torch")
+    assert shown.returncode == 0, shown.stderr
+    verdict = shown.stdout.rstrip().splitlines()[-1]
+    assert verdict.startswith("# verdict: raises: "), verdict
+
+
+def test_prints_in_a_loop_get_every_iteration_s_value() -> None:
+    source = "for i in range(2):\n    print(f'loss[{i}]', loss)\nprint('grad(w)', w.grad)\nprint('other', 1)\n"
+    shown = annotate(source, {"loss[0]": 1.5, "loss[1]": 2.25, "grad(w)": [0.0, 1e-7]})
+    assert "print(f'loss[{i}]', loss)  # expected: [0] 1.5; [1] 2.25" in shown
+    assert "print('grad(w)', w.grad)  # expected: [0, 1e-07]" in shown
+    assert "print('other', 1)\n" in shown  # no reference value: nothing beside it
+
+
+def test_values_are_bounded() -> None:
+    assert format_value(list(range(1000))).endswith("…") and len(format_value(list(range(1000)))) == 160
+    assert format_value(float("nan")) == "nan" and format_value(True) == "True"
