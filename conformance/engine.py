@@ -34,7 +34,7 @@ from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.load import Case
 from conformance.judge.classify import Unjudged, classify, misses_in_float32, wrong_result
 from conformance.recent import Recent
-from conformance.records.results import run_info
+from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
 from conformance.workers.arrays import unpack
 from conformance.workers.faults import death_cause
@@ -473,7 +473,7 @@ class Engine:
                                                     f"{type(exc).__name__}: {exc}"}
         return {
             "case": case.id,
-            "case_file": case.path,
+            "case_file": recorded_path(case.path) if case.path else case.path,
             "case_digest": case.digest,
             "topic": case.topic,
             "title": case.title,

@@ -126,3 +126,10 @@ def test_every_control_column_is_whole_and_current(path, catalogue: dict[str, st
     assert sibling.is_file(), f"{path.name} controls no committed column ({sibling.name})"
     assert {r.numpy for r in load_records([sibling])}.isdisjoint({r.numpy for r in records}), \
         f"{path.name} ran under the NumPy of the column it controls"
+
+
+@pytest.mark.parametrize("path", committed_results(), ids=lambda p: p.name)
+def test_committed_records_name_paths_in_the_repository_not_of_the_machine_that_ran_them(path) -> None:
+    for record in load_records([path]):
+        for recorded in (record.case_file, record.run_info.get("python_executable")):
+            assert recorded is None or not recorded.startswith("/"), (record.case, recorded)

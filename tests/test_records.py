@@ -194,3 +194,12 @@ def test_explain_lists_wrong_observations_reason_message_and_signal() -> None:
     skipped = raw("gpu", "skipped", reason="no GPU")
     assert explain(skipped, "markdown") == "reason: no GPU"
     assert explain(Record.from_dict(skipped)) == explain(skipped)
+
+
+def test_a_recorded_path_is_relative_to_where_the_run_started_when_inside_it(tmp_path, monkeypatch) -> None:
+    from conformance.records.results import recorded_path
+
+    monkeypatch.chdir(tmp_path)
+    assert recorded_path(tmp_path / "cases" / "seed" / "a.yaml") == "cases/seed/a.yaml"
+    assert recorded_path("cases/a.yaml") == "cases/a.yaml"
+    assert recorded_path("/elsewhere/cases/a.yaml") == "/elsewhere/cases/a.yaml"

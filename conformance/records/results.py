@@ -25,8 +25,8 @@ import numpy as np
 
 from conformance.records.record import Column, Record, RecordError, as_record
 
-__all__ = ["ResultsError", "ResultsWriteError", "ResultsFile", "append_record", "read_records", "iter_records", "load_records", "run_info",
-           "latest_by_cell"]
+__all__ = ["ResultsError", "ResultsWriteError", "ResultsFile", "append_record", "read_records", "iter_records",
+           "load_records", "recorded_path", "run_info", "latest_by_cell"]
 
 
 class ResultsError(Exception):
@@ -198,11 +198,21 @@ def _git_revision(directory: Path) -> str | None:
     return revision + ("+dirty" if dirty else "")
 
 
+def recorded_path(path: Path | str) -> str:
+    """A path as a record keeps it: relative to the directory the run started in (the repository, for a run
+    of its tox envs) when it lies inside it, so committed records name no folder of the machine that ran
+    them; otherwise as given."""
+    try:
+        return Path(path).absolute().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 @functools.lru_cache(maxsize=None)
 def _host_info(cases_dir: str) -> dict[str, Any]:
     return {
         "python": platform.python_version(),
-        "python_executable": sys.executable,
+        "python_executable": recorded_path(sys.executable),
         "os": platform.platform(),
         "numpy": np.__version__,
         "cpu": _cpu_model(),
