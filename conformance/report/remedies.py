@@ -1,7 +1,8 @@
 """Every hazard and its safe spelling, checked against the results: the data behind the porting guide.
 
 A case is a **hazard** where some eager cell of it, on a framework's own column, raises, is wrong
-(silently or beside a warning), crashes or hangs.  A hand-written hazard names the cases that are its
+(silently or beside a warning), crashes or hangs, or where it shares memory on some columns and copies it
+on others (code that relies on one meets the other).  A hand-written hazard names the cases that are its
 safe spelling (``remedy: [ids]``) or says why there is none (``no_remedy:``), and says in one line why it
 goes wrong (``cause:``); cases the fuzzer wrote are hazards by construction and need neither.
 
@@ -43,6 +44,13 @@ MEMORY = frozenset({"aliases", "copies"})
 def is_hazard(record: Record) -> bool:
     """Whether the cell raises, is wrong, crashes or hangs."""
     return record.outcome in HAZARDS or record.wrong
+
+
+def memory_differs(records: Iterable[Record]) -> list[Record]:
+    """The memory cells of a case that shares memory on some columns and copies it on others (a porting
+    hazard: code that relies on one sees the other), else none."""
+    memory = [r for r in records if r.outcome in MEMORY]
+    return memory if len({r.outcome for r in memory}) > 1 else []
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,7 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies
 
     for case in cases:
         mine = cells.get(case.id, {})
-        hazardous = [r for r in mine.values() if is_hazard(r)]
+        hazardous = [r for r in mine.values() if is_hazard(r)] or memory_differs(mine.values())
         for i, remedy in enumerate(case.remedy):
             if remedy not in by_id:
                 problem(case, ("remedy", i), f"remedy {remedy!r} is not a case of this catalogue")
