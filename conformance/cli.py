@@ -545,8 +545,11 @@ def cmd_porting(args: argparse.Namespace) -> int:
               for topic, title in topic_titles(folder).items()}
     pages = Path(os.path.relpath(Path(args.report).parent / pages_folder(Path(args.report)),
                                  Path(args.output).parent)).as_posix()
+    from conformance.records.programs import load_programs
+
     try:
-        write_file(args.output, render_porting(cases, records, remedies, confirmations, titles, pages=pages))
+        write_file(args.output, render_porting(cases, records, remedies, confirmations, titles, pages=pages,
+                                               programs=load_programs(paths)))
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

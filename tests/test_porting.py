@@ -16,6 +16,8 @@ from conformance.report.modes import confirmation_key
 from conformance.report.porting import headline, render_porting, topic_titles
 from conformance.report.remedies import check_remedies
 
+from .committed import ROOT
+
 CASES = {
     "augmented/skip_alias.yaml": """\
 id: skip_alias
@@ -182,3 +184,55 @@ def test_a_remedy_that_names_no_case_is_one_line_per_problem_and_no_guide(tmp_pa
     assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
     assert "Traceback" not in run.stderr and not guide.exists()
     assert "data_imul_before_forward.yaml:" in run.stderr and "is not a case of this catalogue" in run.stderr
+
+
+_ENTRY = re.compile(r'<a name="(?:t2p|p2t|same)-[^"]+"></a>\n\n\*\*.*?\*\* \(`(?P<case>[^`]+)`\)(?P<body>.*?)(?=\n<a name=|\n## |\Z)',
+                    re.DOTALL)
+_TABLE = re.compile(r"<table><tr>(?P<heads>.*?)</tr><tr>(?P<cells>.*?)</tr></table>", re.DOTALL)
+
+
+def _tables(body: str) -> list[dict[str, tuple[str, str]]]:
+    """Each code table of an entry: framework -> (the version that spelled it, the code)."""
+    found = []
+    for table in _TABLE.finditer(body):
+        heads = re.findall(r"<th>(\w+) \(as ([^ ]+) spells it\)</th>", table["heads"])
+        codes = re.findall(r"<td>\n\n(`{3,4})python\n(.*?)\1\n\n</td>", table["cells"], re.DOTALL)
+        assert len(heads) == len(codes) == 2, table.group(0)[:300]
+        found.append({framework: (version, code) for (framework, version), (_, code) in zip(heads, codes)})
+    return found
+
+
+def test_every_entry_of_the_committed_guide_shows_the_program_its_case_runs_in_each_framework() -> None:
+    """The code beside each hazard (and its safe spelling) is what the installed framework's adapter writes
+    for the case: the program its cells ran, without the reproducer's imports, step marks and prints."""
+    from conformance.adapter import adapter_classes, installed, is_installed
+
+    guide = (ROOT / "reports" / "PORTING.md").read_text(encoding="utf-8")
+    cases = {case.id: case for case in load_cases([ROOT / "cases"])[0]}
+    adapters = {}
+    for framework in ("torch", "paddle"):
+        cls = adapter_classes()[framework]
+        if not is_installed(cls):
+            pytest.skip(f"{framework} is not installed")
+        adapter = cls()
+        adapter.start()  # the framework imported, as a worker does before rendering
+        adapters[framework] = (adapter, cls.version_label(installed(framework)[1] or ""))
+    entries = list(_ENTRY.finditer(guide))
+    assert len(entries) > 90
+    checked = 0
+    for entry in entries:
+        tables = _tables(entry["body"])
+        remedies = re.findall(r"<summary>Write instead: (\w+),", entry["body"])
+        assert len(tables) == 1 + len(remedies), entry["case"]
+        for case_id, table in zip([entry["case"], *remedies], tables):
+            for framework, (version, code) in table.items():
+                adapter, installed_version = adapters[framework]
+                if version != installed_version:
+                    continue  # spelled by another version than the one installed here
+                program = adapter.program(cases[case_id], "cpu", harness=False)
+                expected = program.code.rstrip("\n")
+                if program.unsupported:
+                    expected += f"\n# no such API in {framework}: {program.unsupported}"
+                assert code.rstrip("\n") == expected.strip("\n"), (entry["case"], case_id, framework)
+                checked += 1
+    assert checked > 200

@@ -14,12 +14,14 @@ porter meets today) and says so when older versions of the target behave otherwi
 
 from __future__ import annotations
 
+import html
 import urllib.parse
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from conformance.case.load import Case
 from conformance.records.outcomes import ORDER, SYMBOLS
+from conformance.records.programs import ProgramKey, ProgramText
 from conformance.records.record import EAGER, Column, Record, version_key
 from conformance.report.conversions import Conversion, conversions
 from conformance.report.markdown import cell, code, table, text
@@ -99,8 +101,15 @@ class _Guide:
 
     def __init__(self, cases: Sequence[Case], records: Sequence[Record], remedies: Remedies,
                  confirmations: Mapping[str, tuple[bool, str]], titles: Mapping[str, tuple[str, str]],
-                 pages: str) -> None:
+                 pages: str, programs: Mapping[ProgramKey, ProgramText]) -> None:
         self.cases = {case.id: case for case in cases}
+        #: (framework, case) -> the program of the newest version that kept one (eager, CPU)
+        self.programs: dict[tuple[str, str], ProgramText] = {}
+        for entry in programs.values():
+            if entry["mode"] == EAGER and entry["device"] == "cpu":
+                kept = self.programs.get((entry["framework"], entry["case"]))
+                if kept is None or version_key(entry["version"]) > version_key(kept["version"]):
+                    self.programs[entry["framework"], entry["case"]] = entry
         self.remedies = remedies
         self.confirmations = confirmations
         self.titles = titles
@@ -207,10 +216,11 @@ def _symbols(labels: Iterable[str]) -> str:
 
 def render_porting(cases: Sequence[Case], records: Iterable[Record], remedies: Remedies,
                    confirmations: Mapping[str, tuple[bool, str]], titles: Mapping[str, tuple[str, str]], *,
-                   pages: str = "compatibility") -> str:
-    """The page."""
+                   pages: str = "compatibility", programs: Mapping[ProgramKey, ProgramText] | None = None) -> str:
+    """The page; *programs*: the programs kept beside the results (``records/programs.py``), whose code each
+    entry shows."""
     records = list(records)
-    guide = _Guide(cases, records, remedies, confirmations, titles, pages)
+    guide = _Guide(cases, records, remedies, confirmations, titles, pages, programs or {})
     hazards = sorted((h for h in remedies.hazards.values() if not h.case.generated),
                      key=lambda h: (h.case.topic, h.case.id))
     alike = [h for h in hazards if _alike(guide, h.case.id)]
@@ -364,8 +374,36 @@ def _entry(guide: _Guide, hazard: Hazard, src: str | None, dst: str | None) -> l
     shows = [f"`conformance show {case.id} --framework {fw}`" for fw in frameworks]
     if conversion is not None and src != TARGET:
         shows.append(f"`conformance show {case.id} --framework {conversion.converted.framework}`")
-    lines.append(f"- Reproduce: {', '.join(shows)}; [evidence]({guide.link(case.id)})")
-    return lines + [""]
+    lines.append(f"- Reproduce (the program, the expected values and the verdict): {', '.join(shows)}; "
+                 f"[evidence]({guide.link(case.id)})")
+    lines += [""] + _code(guide, case.id, frameworks)
+    for remedy in case.remedy:
+        if remedy in guide.cases:
+            lines += [f"<details><summary>Write instead: {html.escape(remedy)}, as each framework's user writes it"
+                      "</summary>", ""] + _code(guide, remedy, frameworks) + ["</details>", ""]
+    return lines
+
+
+def _code(guide: _Guide, case_id: str, frameworks: Sequence[str]) -> list[str]:
+    """The case's code as each framework's user writes it, side by side: the steps of the program its
+    cells ran (kept beside the results), without the reproducer's imports and prints."""
+    heads, cells = [], []
+    for framework in frameworks:
+        entry = guide.programs.get((framework, case_id))
+        if entry is None:
+            heads.append(html.escape(framework))
+            cells.append(["*no program kept for this framework*"])
+            continue
+        heads.append(f"{html.escape(framework)} (as {html.escape(entry['version'])} spells it)")
+        code_lines = entry["code"].rstrip("\n").split("\n") if entry["code"].strip() else []
+        if entry.get("unsupported"):
+            code_lines.append(f"# no such API in {framework}: {entry['unsupported']}")
+        fence = "````" if any("```" in line for line in code_lines) else "```"
+        cells.append([f"{fence}python", *code_lines, fence])
+    lines = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr><tr>"]
+    for cell_lines in cells:
+        lines += ["<td>", "", *cell_lines, "", "</td>"]
+    return lines + ["</tr></table>", ""]
 
 
 def _brief(guide: _Guide, hazard: Hazard, src: str, dst: str) -> list[str]:
