@@ -1,0 +1,107 @@
+"""``upgrades/``: a page per upgrade step (each release against the one before it, and the common jumps),
+listing every changed cell ranked as ``conformance diff`` ranks it, each linking to its case's page."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from conformance.report.diff import SEVERITIES, SHORT_NAMES, Change, Comparison, short_counts
+from conformance.site.html import badge, esc, page, slug
+from conformance.site.steps import Step, comparison_where
+
+__all__ = ["render_step", "render_steps_index", "step_file"]
+
+
+def step_file(step: Step) -> str:
+    """The page of a step, from the site's top folder."""
+    return f"upgrades/{step.name}.html"
+
+
+def _label(outcome: str, correct: bool | None) -> str:
+    return outcome + (" (wrong result)" if outcome == "warns" and correct is False else "")
+
+
+def _detail(change: Change) -> str:
+    old, new = change.old.brief, change.new.brief
+    text = f"was {old or '-'}; now {new or '-'}" if old != new else new
+    if change.cause:
+        text += (" [NumPy and the framework both change it]" if change.cause == "both"
+                 else f" [the change is {change.cause}'s]")
+    return text
+
+
+def _change(change: Change, titles: dict[str, str], columns: bool) -> str:
+    old, new = change.old, change.new
+    column = change.pair[1]
+    title = titles.get(change.case)
+    link = (f'<a href="../cases/{esc(change.case)}.html">{esc(change.case)}</a>' if title is not None
+            else esc(change.case))
+    return (f'<tr data-case="{esc(change.case)}" data-old="{esc(old.outcome)}" data-new="{esc(new.outcome)}" '
+            f'data-severity="{change.severity}"><td>{link}'
+            + (f'<br><small>{esc(title)}</small>' if title else "")
+            + f"</td>" + (f"<td>{esc(column.device)}, {esc(column.mode)}</td>" if columns else "")
+            + f"<td>{badge(old.outcome, _label(old.outcome, old.correct))}</td>"
+            f"<td>{badge(new.outcome, _label(new.outcome, new.correct))}</td><td>{esc(_detail(change))}</td></tr>")
+
+
+def _comparison(comparison: Comparison, titles: dict[str, str]) -> str:
+    where = comparison_where(comparison)
+    parts = [f'<h2 id="{slug(where)}">{esc(where)}</h2>\n',
+             f"<p>{comparison.compared} cells compared: "
+             + ", ".join(f"{n} {esc(name)}" for n, name in zip(short_counts(comparison), SHORT_NAMES.values()))
+             + "</p>\n"]
+    parts += [f'<p class="note">{esc(note)}</p>\n' for note in comparison.notes]
+    if not comparison.changes:
+        parts.append("<p>No outcome changed.</p>\n")
+    for rank, heading in SEVERITIES.items():
+        changes = [c for c in comparison.changes if c.severity == rank]
+        if changes:
+            columns = len(comparison.pairs) > 1
+            rows = "\n".join(_change(c, titles, columns) for c in changes)
+            parts.append(f"<h3>{rank}. {esc(heading)} ({len(changes)})</h3>\n<table class=\"changes\"><thead><tr>"
+                         f"<th>case</th>{'<th>device, mode</th>' if columns else ''}<th>before</th><th>after</th><th>detail</th></tr></thead>\n<tbody>\n{rows}\n"
+                         "</tbody></table>\n")
+    for title, cases in (("only before", comparison.only_old), ("only after", comparison.only_new)):
+        if cases:
+            parts.append(f"<h3>{title} ({len(cases)})</h3>\n<p>" + ", ".join(esc(case) for case, _ in cases)
+                         + "</p>\n")
+    return "".join(parts)
+
+
+def render_step(step: Step, steps: Sequence[Step], titles: dict[str, str]) -> str:
+    """One step's page; *titles*: case id -> title, for the cases that have a page."""
+    line = [s for s in steps if s.framework == step.framework and s.jump == step.jump]
+    at = line.index(step)
+    around = [f'<a href="{s.name}.html" rel="{rel}">{label}: {esc(s.title)}</a>'
+              for s, rel, label in ((line[at - 1] if at else None, "prev", "previous"),
+                                    (line[at + 1] if at + 1 < len(line) else None, "next", "next")) if s is not None]
+    kind = ("A jump over several releases" if step.jump
+            else "Each cell of a release against the same cell of the release before it")
+    body = (f'<h1 data-step="{esc(step.name)}">{esc(step.title)}</h1>\n'
+            f"<p>{kind}, per device and mode, ranked as <code>conformance diff {esc(step.framework)}=="
+            f"{esc(step.old)} {esc(step.framework)}=={esc(step.new)}</code> ranks them (a new silent-wrong first). "
+            f'<a href="index.html">All steps</a>' + (" · " + " · ".join(around) if around else "") + "</p>\n"
+            + "".join(_comparison(c, titles) for c in step.comparisons))
+    return page(f"{step.title}: what changes", body, "../")
+
+
+def render_steps_index(steps: Sequence[Step]) -> str:
+    head = "".join(f"<th>{esc(name)}</th>" for name in SHORT_NAMES.values())
+    parts = ["<h1>Upgrades</h1>\n<p>Each release against the one before it, per framework, device and mode, "
+             "from the results (what <code>conformance upgrades</code> writes), then the common jumps over "
+             "several releases (<code>tox -e diff</code>). The counts are changed cells by kind.</p>\n"]
+    for jump in (False, True):
+        chosen = [s for s in steps if s.jump == jump]
+        if not chosen:
+            continue
+        rows = []
+        for step in chosen:
+            for comparison in step.comparisons:
+                counts = "".join(f"<td>{n}</td>" for n in short_counts(comparison))
+                rows.append(f'<tr><td><a href="{step.name}.html" data-step="{esc(step.name)}">{esc(step.title)}</a>'
+                            f"</td><td>{esc(comparison_where(comparison))}</td><td>{comparison.compared}</td>"
+                            f"{counts}</tr>")
+        parts.append(f"<h2>{'Jumps' if jump else 'Each release'}</h2>\n<table class=\"steps\"><thead><tr>"
+                     f"<th>step</th><th>device, mode</th><th>cells compared</th>{head}</tr></thead>\n<tbody>\n"
+                     + "\n".join(rows) + "\n</tbody></table>\n")
+    return page("Upgrades: each release against the one before it", "".join(parts), "../")
