@@ -311,8 +311,24 @@ def test_report_renders_summarised_arrays(tmp_path: Path) -> None:
     output = tmp_path / "R.md"
     assert main(["report", str(path), "--output", str(output), "--no-plot"]) == 0
     assert "[`big`](./r/grad.md#big)" in output.read_text()  # the index links to the topic's page
-    assert ("- **torch 2.13.0 cpu**: ❌ silent-wrong — max relative error 0.5; wrong: `value(y)`"
+    assert ("- **torch 2.13.0 cpu**: ❌ silent-wrong — `value(y)` expected `array 100x100 (10000 elements, min 0, "
+            "max 198)`, got `array 100x100 (10000 elements, min 0, max 198)` (relative error 0.5)"
             in (tmp_path / "r" / "grad.md").read_text())
+
+
+def test_evidence_shows_expected_and_observed_values_and_no_relative_error_against_zero(tmp_path: Path) -> None:
+    records = [record("zero", "torch", "2.13.0", "silent-wrong", max_error=1.8e308, observations=[
+                   {"name": "grad(x)", "ok": False, "value": [0.0, 3.0], "reference": [0.0, 0.0],
+                    "max_rel_error": 1.8e308}]),
+               record("scaled", "paddle", "3.3.1", "silent-wrong", max_error=2.0, observations=[
+                   {"name": "grad(w)", "ok": True, "value": [1.0], "reference": [1.0], "max_rel_error": 0.0},
+                   {"name": "value(y)", "ok": False, "value": [6.0, 12.0], "reference": [2.0, 4.0],
+                    "max_rel_error": 2.0}])]
+    merged, sources = load_sources([write(tmp_path / "r.jsonl", records)])
+    report = render_report(merged, sources)
+    assert "❌ silent-wrong — `grad(x)` expected `[0, 0]`, got `[0, 3]`\n" in report
+    assert "e+308" not in report
+    assert "❌ silent-wrong — `value(y)` expected `[2, 4]`, got `[6, 12]` (relative error 2)\n" in report
 
 
 @pytest.mark.parametrize("line, problem", [

@@ -15,7 +15,8 @@ import pytest
 from conformance.adapter import adapter_classes, installed, is_installed
 from conformance.records.record import EAGER, Record
 from conformance.records.results import latest_by_cell, load_records
-from conformance.records.verdict import annotate, format_value
+from conformance.records.values import format_value
+from conformance.records.verdict import annotate
 
 from .committed import ROOT, results_file
 

@@ -10,11 +10,13 @@ differs: several lines of plain text, one line of markdown, or a short phrase.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Mapping
 
 from conformance.records.bounds import is_summary
 from conformance.report.markdown import code, text  # a leaf module: escaping only
 from conformance.records.record import RaisedException, Record, as_record
+from conformance.records.values import all_zero, format_value
 
 __all__ = ["explain", "raised_brief", "show_value", "Style"]
 
@@ -107,11 +109,16 @@ def _markdown(record: Record) -> str:
     exc = record.exception
     if exc:
         parts.append(f"{code(exc.type)} ({_place(exc, code)}): {text(_shorten(exc.first_line, 300))}")
-    if record.outcome in ("silent-wrong", "warns") and record.max_error is not None:
+    wrong = record.wrong_observations
+    if record.outcome in ("silent-wrong", "warns") and wrong and all("reference" in o for o in wrong):
+        parts += [_expected_and_got(o) for o in wrong[:2]]
+        if len(wrong) > 2:
+            parts.append(f"{len(wrong) - 2} more wrong: " + ", ".join(code(str(o.get("name"))) for o in wrong[2:6])
+                         + (" …" if len(wrong) > 6 else ""))
+    elif record.outcome in ("silent-wrong", "warns") and record.max_error is not None:  # values not recorded
         parts.append(f"max relative error {record.max_error:.3g}")
-        wrong = [str(o.get("name")) for o in record.wrong_observations]
         if wrong:
-            parts.append("wrong: " + ", ".join(code(n) for n in wrong[:4])
+            parts.append("wrong: " + ", ".join(code(str(o.get("name"))) for o in wrong[:4])
                          + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else ""))
     if record.outcome == "warns" and record.correct is not None:
         parts.append("result correct" if record.correct else "result **wrong**")
@@ -132,6 +139,18 @@ def _markdown(record: Record) -> str:
     return "; ".join(parts)
 
 
+def _expected_and_got(observation: Mapping[str, Any]) -> str:
+    """``grad(x)`` expected ``[2, 4]``, got ``[6, 12]`` (relative error 2): bounded values, and no relative
+    error where the reference is 0 (it says nothing there)."""
+    reference, value = observation.get("reference"), observation.get("value")
+    said = (f"{code(str(observation.get('name')))} expected {code(format_value(reference, 80))}, "
+            f"got {code(format_value(value, 80))}")
+    error = observation.get("max_rel_error")
+    if isinstance(error, (int, float)) and math.isfinite(error) and error < 1e300 and not all_zero(reference):
+        said += f" (relative error {error:.3g})"
+    return said
+
+
 def _unjudged(record: Record) -> list[str]:
     """Observations recorded but not judged: the reference cannot give their values."""
     return [str(o.get("name")) for o in record.details.get("observations") or () if o.get("not_judged")]
@@ -144,8 +163,10 @@ def _unjudged_reason(record: Record) -> str:
 def _observation_line(observation: Mapping[str, Any]) -> str:
     line = (f"  {observation.get('name')}: got {show_value(observation.get('value'))}, "
             f"reference {show_value(observation.get('reference'))}")
-    if observation.get("max_rel_error"):
-        line += f" (max rel error {observation['max_rel_error']:.3g})"
+    error = observation.get("max_rel_error")
+    if isinstance(error, (int, float)) and error and math.isfinite(error) and error < 1e300 \
+            and not all_zero(observation.get("reference")):
+        line += f" (max rel error {error:.3g})"
     if observation.get("reason"):
         line += f" - {observation['reason']}"
     return line

@@ -10,43 +10,13 @@ a program that runs.  The values are the judge's (the record's), never recompute
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any, Mapping
-
-import numpy as np
 
 from conformance.records.explain import explain
 from conformance.records.record import Record
+from conformance.records.values import VALUE_LIMIT, format_value
 
-__all__ = ["annotate", "format_value", "verdict"]
-
-#: How long a value may be where it is shown beside code or in a verdict line.
-VALUE_LIMIT = 160
-
-
-def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
-    """A value for a reader: numbers to 6 significant digits, nested lists as lists, cut at *limit*."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    elif isinstance(value, np.generic):
-        value = value.item()
-
-    def shown(v: Any) -> str:
-        if isinstance(v, bool) or v is None:
-            return str(v)
-        if isinstance(v, float):
-            return "nan" if math.isnan(v) else f"{v:.6g}"
-        if isinstance(v, int):
-            return str(v)
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(shown(x) for x in v) + "]"
-        if isinstance(v, Mapping) and "shape" in v:  # a large array, summarised by the worker
-            return f"array {'x'.join(map(str, v.get('shape') or []))} ({v.get('size')} elements)"
-        return str(v)
-
-    text = shown(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
+__all__ = ["annotate", "verdict"]
 
 def _printed_name(line: str) -> str | None:
     """The observation a reproducer's ``print('grad(x)', ...)`` line prints (a loop's ``f'h[{i}]'`` gives

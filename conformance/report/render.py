@@ -196,10 +196,25 @@ class _Matrix:
         return self.cells.get((case, column))
 
 
-def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) -> list[str]:
+def _header(plot: str | None, plot_note: str | None) -> list[str]:
+    """The title, what the page is, the legend and the picture: the results come right after."""
     lines = ["# Compatibility report", "",
              "In-place and aliasing behaviour of each framework version, merged from the results files "
-             "below by `conformance report` (a later file wins a cell that two files share).", ""]
+             "listed under [run environments](#run-environments) by `conformance report` (a later file wins a "
+             "cell that two files share).", ""]
+    lines += ["Legend: " + " · ".join(f"{SYMBOLS[o]} **{o}**: {LABELS[o]}" for o in ORDER)
+              + " · empty: the case was not in that results file.", ""]
+    if plot:
+        lines += [f"![per topic and eager column: cases wrong and cases that raise]({plot})", ""]
+    elif plot_note:
+        lines += [f"_{plot_note}_", ""]
+    return lines
+
+
+def _environments(sources: Sequence[Source]) -> list[str]:
+    """Where each results file ran: after the results, for whoever needs to reproduce a column."""
+    lines = ["## Run environments", "", "Each results file, the columns it holds and the machine and software it "
+             "ran on (a column is the framework's public version; its build and NumPy are these).", ""]
     rows = []
     for source in sources:
         info = source.run_info
@@ -208,13 +223,7 @@ def _header(sources: Sequence[Source], plot: str | None, plot_note: str | None) 
                     + [text(", ".join(info.get(k, [])) or "–") for k in _INFO_KEYS])
     lines += table(["results file", "records", "columns", "Python", "OS", "CPU", "GPU", "build", "NumPy",
                     "cases revision"], rows)
-    lines += ["", "Legend: " + " · ".join(f"{SYMBOLS[o]} **{o}**: {LABELS[o]}" for o in ORDER)
-              + " · empty: the case was not in that results file.", ""]
-    if plot:
-        lines += [f"![per topic and eager column: cases wrong and cases that raise]({plot})", ""]
-    elif plot_note:
-        lines += [f"_{plot_note}_", ""]
-    return lines
+    return lines + [""]
 
 
 def _matrix_table(matrix: _Matrix, columns: Sequence[Column] | None = None, heading: str = "## Matrix",
@@ -388,8 +397,8 @@ def render_report(records: Iterable[Record], sources: Sequence[Source], *,
     *link_base* is the report's directory, for relative links to case files.
     """
     matrix = _Matrix(records)
-    lines = _header(sources, plot, plot_note) + _matrix_table(matrix) + _compiled_table(matrix) + _by_version(matrix)
-    lines += _details(matrix, attributions or {}, link_base)
+    lines = _header(plot, plot_note) + _matrix_table(matrix) + _compiled_table(matrix) + _by_version(matrix)
+    lines += _details(matrix, attributions or {}, link_base) + _environments(sources)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -432,13 +441,13 @@ def render_pages(records: Iterable[Record], sources: Sequence[Source], *, index:
         lines += _compiled_table(matrix, cases) + _by_version(matrix, cases)
         lines += _details(matrix, attributions, folder, cases)
         written[names[topic]] = "\n".join(lines).rstrip("\n") + "\n"
-    front = [GENERATED, ""] + _header(sources, plot, plot_note)
+    front = [GENERATED, ""] + _header(plot, plot_note)
     rows = [[f"[{text(topic or 'no topic')}](./{urllib.parse.quote(pages)}/{names[topic]})", str(len(cases)),
              ", ".join(f"{n} {o}" for o, n in _outcome_counts(matrix, cases).items())]
             for topic, cases in by_topic.items()]
     front += ["## Pages", "", "One page per topic: its compiled modes, behaviour by version and evidence.", ""]
     front += table(["topic", "cases", "cells by outcome"], rows) + [""]
-    front += _matrix_table(matrix, link=href.__getitem__)
+    front += _matrix_table(matrix, link=href.__getitem__) + [""] + _environments(sources)
     return "\n".join(front).rstrip("\n") + "\n", written
 
 
