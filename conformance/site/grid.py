@@ -65,7 +65,7 @@ def value_text(value: Any, limit: int = VALUE_LENGTH) -> str:
 
 
 def shown_values(record: Record, limit: int = VALUES) -> list[Shown]:
-    """The values that judged *record*, in step order: every wrong one first kept, then the others, up to *limit*."""
+    """The values that judged *record*, in step order, at most *limit*: the wrong ones kept before the others."""
     found = []
     for observation in record.observations:
         name = str(observation.get("name"))

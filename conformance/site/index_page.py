@@ -25,8 +25,9 @@ def _today(data: CaseData, site: SiteData) -> str:
     for framework in site.frameworks:
         record = data.newest(framework)
         if record is not None:
-            parts.append(f'<span class="o {outcome_class(record.outcome)}" title="{esc(framework)} {esc(record.framework_version)}'
-                         f': {esc(record.outcome_label)}">{esc(framework)} {SYMBOLS.get(record.outcome, "?")}</span>')
+            title = f"{framework} {record.framework_version}: {record.outcome_label}"
+            parts.append(f'<span class="o {outcome_class(record.outcome)}" title="{esc(title)}">{esc(framework)} '
+                         f'{SYMBOLS.get(record.outcome, "?")}</span>')
     return f' <span class="mini">{" ".join(parts)}</span>' if parts else ""
 
 

@@ -28,7 +28,8 @@ def entry(data: CaseData, site: SiteData) -> dict[str, Any]:
         if record is not None:
             today.append([framework, record.framework_version, record.outcome, record.outcome_label,
                           SYMBOLS.get(record.outcome, "?")])
-    return {"id": case.id, "title": case.title, "topic": case.topic, "topicTitle": site.topics[case.topic][0].replace("`", ""),
+    topic_title = site.topics[case.topic][0].replace("`", "")  # plain text: the script shows it as text
+    return {"id": case.id, "title": case.title, "topic": case.topic, "topicTitle": topic_title,
             "cause": case.cause, "generated": case.generated,
             "code": [[f, data.programs[f].code] for f in site.languages if f in data.programs],
             "today": today, "url": case_file(case.id)}

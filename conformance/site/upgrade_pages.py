@@ -58,9 +58,10 @@ def _comparison(comparison: Comparison, titles: dict[str, str]) -> str:
         if changes:
             columns = len(comparison.pairs) > 1
             rows = "\n".join(_change(c, titles, columns) for c in changes)
+            head = "<th>case</th>" + ("<th>device, mode</th>" if columns else "") + \
+                "<th>before</th><th>after</th><th>detail</th>"
             parts.append(f"<h3>{rank}. {esc(heading)} ({len(changes)})</h3>\n<table class=\"changes\"><thead><tr>"
-                         f"<th>case</th>{'<th>device, mode</th>' if columns else ''}<th>before</th><th>after</th><th>detail</th></tr></thead>\n<tbody>\n{rows}\n"
-                         "</tbody></table>\n")
+                         f"{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>\n")
     for title, cases in (("only before", comparison.only_old), ("only after", comparison.only_new)):
         if cases:
             parts.append(f"<h3>{title} ({len(cases)})</h3>\n<p>" + ", ".join(esc(case) for case, _ in cases)

@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   var index = window.CONFORMANCE_INDEX || [];
-  // Where a word is found, and how much that counts: the case's name and title first, then its code.
+  // Where a word is found, and how much that counts: the case's name and title, then its code, cause, topic.
   var FIELDS = [["id", 6], ["title", 5], ["code", 4], ["cause", 3], ["topic", 2]];
   var input = document.getElementById("q");
   var form = document.getElementById("search");
@@ -25,15 +25,17 @@
     return query.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 0; });
   }
 
+  // Every word must occur somewhere; a word counts the weight of each field it occurs in, so a case whose
+  // code holds what was typed ranks above one that only names it in its title.
   function score(entry, words) {
     var total = 0;
     for (var i = 0; i < words.length; i++) {
-      var best = 0;
+      var found = 0;
       for (var j = 0; j < FIELDS.length; j++) {
-        if (entry.hay[FIELDS[j][0]].indexOf(words[i]) >= 0) { best = Math.max(best, FIELDS[j][1]); }
+        if (entry.hay[FIELDS[j][0]].indexOf(words[i]) >= 0) { found += FIELDS[j][1]; }
       }
-      if (best === 0) { return 0; }
-      total += best;
+      if (found === 0) { return 0; }
+      total += found;
     }
     return total;
   }
