@@ -202,8 +202,7 @@ def test_every_link_is_relative_and_leads_to_a_file_of_the_site(site: Path) -> N
         assert text.startswith(f"<!DOCTYPE html>\n{MARK}\n")
         for link in _Page(text).links:
             parsed = urllib.parse.urlsplit(link)
-            if parsed.scheme in ("http", "https"):  # a case's citation: a link out, never something the page loads
-                assert f'<a href="{link}" rel="noopener">' in text.replace("&amp;", "&") or link in text
+            if parsed.scheme in ("http", "https"):  # a case's citation: a link out (nothing loads it: below)
                 continue
             assert not parsed.scheme and not link.startswith("/"), (path, link)
             if parsed.path:
