@@ -22,21 +22,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from conformance.records.record import split_build
+from conformance.unsupported import Unsupported
 
 if TYPE_CHECKING:  # NumPy is imported by the frameworks, in the workers; the parent looks adapters up first
     import numpy as np
 
-    from conformance.case.load import Case
+    from conformance.case.model import Case
     from conformance.program.translate import Program
 
 __all__ = ["Adapter", "ConversionFailed", "Copying", "Unsupported", "adapter_classes", "load_adapter", "installed",
            "installed_version", "missing_modules", "source_version"]
 
 ENTRY_POINT_GROUP = "conformance.adapters"
-
-
-class Unsupported(Exception):
-    """The installed framework has no API for a step; the reason says what was looked for."""
 
 
 class ConversionFailed(Exception):
@@ -391,7 +388,7 @@ def adapter_classes() -> dict[str, type[Adapter]]:
     if not found:  # running from a source tree that was never installed: the bundled adapters
         import pkgutil
 
-        from conformance import adapters
+        adapters = importlib.import_module("conformance.adapters")
 
         for info in pkgutil.iter_modules(adapters.__path__):
             module = importlib.import_module(f"{adapters.__name__}.{info.name}")

@@ -31,7 +31,7 @@ from queue import SimpleQueue
 from typing import Any, Iterable, Iterator
 
 from conformance.adapter import adapter_classes, installed, missing_modules
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.judge.classify import Unjudged, classify, misses_in_float32, wrong_result
 from conformance.recent import Recent
 from conformance.records.results import recorded_path, run_info

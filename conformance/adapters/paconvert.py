@@ -35,7 +35,7 @@ from conformance.program.translate import Program, translate
 if TYPE_CHECKING:
     import numpy as np
 
-    from conformance.case.load import Case
+    from conformance.case.model import Case
 
 __all__ = ["PaConvertAdapter", "conversion_report"]
 

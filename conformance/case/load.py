@@ -6,33 +6,30 @@ line and the problem; nothing here imports a framework.
 
 from __future__ import annotations
 
-import base64
 import builtins
-import dataclasses
 import functools
 import hashlib
 import json
 import keyword
-import pickle
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from . import _yaml
 from conformance.case.files import find_case_files
-from conformance.case.index import Index, parse_index
+from conformance.case.index import parse_index
+from conformance.case.model import GENERATED_SOURCE, Case, CaseError, Step, Tolerance, case_from_message
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
-__all__ = ["GENERATED_SOURCE", "Case", "CaseError", "Step", "case_from_message", "check_case", "find_case_files", "load_case",
-           "load_cases"]
+# The case model's names are the loader's too: a loaded case is a Case (case/model.py).
+__all__ = ["GENERATED_SOURCE", "Case", "CaseError", "Step", "Tolerance", "case_from_message", "check_case",
+           "find_case_files", "load_case", "load_cases"]
 
 ID_PATTERN = re.compile(r"[a-z][a-z0-9_]*\Z")
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 #: Names generated programs use themselves; each adapter adds its own (``torch``, ``nn``, ``F``...).
 HARNESS_NAMES = frozenset({"np", "numpy", "DEVICE"})
 #: How the ``source:`` of a case the differential fuzzer wrote begins (``conformance/fuzz/write.py``).
-GENERATED_SOURCE = "found by fuzzing"
 TOP_LEVEL = {"id", "title", "topic", "source", "description", "cause", "remedy", "no_remedy", "tolerance", "timeout",
              "expected", "steps"}
 MAX_TIMEOUT = 3600.0
@@ -50,111 +47,6 @@ def reserved_names() -> frozenset[str]:
     for cls in adapter_classes().values():
         names.update(cls.reserved_names)
     return frozenset(names)
-
-
-class CaseError(Exception):
-    """A problem in a case file, at a line."""
-
-    def __init__(self, path: Path | str, line: int, message: str) -> None:
-        super().__init__(f"{path}:{line}: {message}")
-        self.path = str(path)
-        self.line = line
-        self.message = message
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float
-    atol: float
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step; ``op == "observe"`` for observations (then ``kind``/``of``/``name``)."""
-
-    op: str
-    line: int
-    number: int
-    args: tuple[Any, ...] = ()
-    out: tuple[str, ...] = ()
-    fields: Mapping[str, Any] = field(default_factory=dict)
-    steps: tuple["Step", ...] = ()
-    index: Index | None = None
-    kind: str = ""
-    of: tuple[str, ...] = ()
-    name: str = ""
-    judged: bool = False  # an observation compared with the reference (``judge: false`` turns it off)
-
-    @property
-    def spec(self) -> Op:
-        return OPS[self.op]
-
-    def walk(self) -> Iterable["Step"]:
-        yield self
-        for step in self.steps:
-            yield from step.walk()
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    title: str
-    topic: str
-    path: str
-    line: int
-    steps: tuple[Step, ...]
-    raw: Mapping[str, Any]
-    source: str = ""
-    description: str = ""
-    tolerance: Tolerance | None = None
-    timeout: float | None = None
-    expected: Mapping[str, Any] | None = None
-    #: One line: why the frameworks differ (or go wrong) on this program, for the porting guide.
-    cause: str = ""
-    #: The ids of the cases that are this one's safe spelling, checked against results (``report/remedies.py``).
-    remedy: tuple[str, ...] = ()
-    #: Why no safe spelling exists, where none does (exclusive with ``remedy``).
-    no_remedy: str = ""
-    lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
-    #: What decides a cell's result (steps, tolerance, timeout), hashed: a record carries it, so a result
-    #: of a case edited since it ran is known to be stale.  Titles and prose do not change it.
-    digest: str = ""
-
-    def slim(self) -> "Case":
-        """The case without its YAML data and line map, which only checking it needed: what a run keeps
-        (an item holds its case to the end of the run) and what other processes are sent."""
-        return dataclasses.replace(self, raw={}, lines={}) if self.raw or self.lines else self
-
-    def to_message(self) -> dict[str, Any]:
-        """The case for a worker or the reference service, which are processes of this package started
-        by this one: the checked case itself, pickled (rebuilding it from its YAML data would check it
-        once more in every process, for every case), slim (a worker keeps every case it is sent)."""
-        return {"case": base64.b64encode(pickle.dumps(self.slim(), protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
-
-    def walk(self) -> Iterable[Step]:
-        for step in self.steps:
-            yield from step.walk()
-
-    @property
-    def steps_by_number(self) -> dict[int, Step]:
-        return {step.number: step for step in self.walk()}
-
-    def step(self, number: int) -> Step:
-        return self.steps_by_number[number]
-
-    @property
-    def generated(self) -> bool:
-        """Whether the differential fuzzer wrote this case (a hazard by construction: it needs no remedy)."""
-        return self.source.startswith(GENERATED_SOURCE)
-
-    @property
-    def ops(self) -> frozenset[str]:
-        """The ops its steps use, blocks walked."""
-        return frozenset(s.op for s in self.walk())
-
-    @property
-    def observes_memory(self) -> bool:
-        return any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in self.walk())
 
 
 def case_digest(data: Mapping[str, Any]) -> str:
@@ -585,14 +477,6 @@ def _shape(value: Any) -> tuple[int, ...]:
     if isinstance(value, list):
         return (len(value),) + _shape(value[0])
     return ()
-
-
-def case_from_message(message: Mapping[str, Any]) -> Case:
-    """The case a :meth:`Case.to_message` carries (only ever from the process that started this one)."""
-    case = pickle.loads(base64.b64decode(message["case"]))
-    if not isinstance(case, Case):
-        raise TypeError(f"the message carries a {type(case).__name__}, not a case")
-    return case
 
 
 def check_case(data: Any, path: Path | str) -> Case:

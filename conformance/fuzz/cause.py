@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.fuzz.verdict import MODE_SEPARATOR, Cell, Verdict
 from conformance.ops import OPS
 

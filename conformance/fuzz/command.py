@@ -23,7 +23,7 @@ from conformance.settings import timeout_argument
 from conformance.workers.faults import memory_limit
 
 if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
-    from conformance.case.load import Case
+    from conformance.case.model import Case
     from conformance.fuzz.cause import Cause, Families
     from conformance.fuzz.write import KnownCases
     from conformance.fuzz.generate import Program

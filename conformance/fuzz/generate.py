@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from conformance.case import _yaml
 from conformance.case.index import parse_index
 from conformance.case.load import Case, CaseError, Step, _Checker, check_case, reserved_names
-from conformance.judge.reference import Machine, Module, Optimizer, ReferenceFailure, Tensor, run_reference
+from conformance.judge.reference import Module, Optimizer, ReferenceFailure, Tensor, machine, run_reference
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 from conformance.ops._op import FIELD_TYPES
 
@@ -335,7 +335,7 @@ class _Builder:
         self.tags: dict[str, int] = {}
         self.max_steps = max_steps
         self.checker = _Checker(Path("<fuzz>"), _yaml.Lines())
-        self.machine = Machine()
+        self.machine = machine()
         self.scope: dict[str, str] = {}
         self.counter_limits: dict[str, int] = {}  # loop counter -> the number of iterations
         self.names = 0

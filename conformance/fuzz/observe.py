@@ -15,9 +15,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from conformance.case.load import CaseError
+from conformance.case.model import CaseError
 from conformance.fuzz.generate import Program, outs, walk
 from conformance.judge.reference import Machine, ReferenceFailure, ReferenceLimit, Tensor, run_reference
+from conformance.ops import OBSERVATIONS, OPS
 
 __all__ = ["observe_what_matters"]
 
@@ -29,7 +30,7 @@ class _Watching(Machine):
     """The reference machine, noting which storages an in-place write reached."""
 
     def __init__(self) -> None:
-        super().__init__(time.monotonic() + TIME_LIMIT, partial=True)
+        super().__init__(OPS, OBSERVATIONS, time.monotonic() + TIME_LIMIT, partial=True)
         self.written: set[int] = set()
 
     def write(self, tensor: Tensor, value: np.ndarray, node: Any) -> None:

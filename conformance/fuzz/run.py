@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from conformance.adapter import adapter_classes, installed_version
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.engine import Engine
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, FOUND_FOLDER
 from conformance.fuzz.generate import Drawn, Source

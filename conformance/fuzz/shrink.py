@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, HypothesisException
 
-from conformance.case.load import CaseError
+from conformance.case.model import CaseError
 from conformance.fuzz.generate import GeneratorBug, Program, outs, programs, walk
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import Op

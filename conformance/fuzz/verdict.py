@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.fuzz import ERROR, FINDING, NOTHING, REFERENCE
 from conformance.judge.classify import compare, wrong_result
 

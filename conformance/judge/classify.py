@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from conformance.case.load import Case, Tolerance
+from conformance.case.model import Case, Tolerance
 from conformance.ops import OBSERVATIONS, OPS
 
 __all__ = ["OUTCOMES", "Unjudged", "classify", "compare", "default_tolerance"]
@@ -243,7 +243,7 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
     judged = []
     expected = case.expected or {}
     by_number = case.steps_by_number
-    memory_case = case.observes_memory
+    memory_case = any(s.op == "observe" and OBSERVATIONS[s.kind].memory for s in case.walk())
     for obs in observations:
         entry = dict(obs)
         step = by_number.get(obs.get("step"))

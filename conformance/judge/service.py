@@ -38,7 +38,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`).  With
     ``"copies": [ops]``, both for a storage model where those ops' results are copies (a framework's
     documented copies)."""
-    from conformance.case.load import case_from_message
+    from conformance.case.model import case_from_message
     from conformance.judge.reference import ReferenceFailure, ReferenceLimit, float32_spread, run_reference
 
     limit = float(request.get("time_limit", 60))

@@ -11,7 +11,7 @@ from conformance.ops._registry import OBSERVATIONS, OPS, register, register_obse
 from conformance.ops import (control, conversions, elementwise, layout, modules, observations,  # noqa: F401
                              tensors, views, writes)  # (fill the table)
 from conformance.ops.modules import MODULE_KINDS
-from conformance.ops.observations import Observation
+from conformance.ops._op import Observation
 
 __all__ = ["Field", "MODULE_KINDS", "OBSERVATIONS", "OPS", "Observation", "Op", "register",
            "register_observation"]

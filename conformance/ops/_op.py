@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 if TYPE_CHECKING:  # only for annotations: neither side imports the other at run time
-    from conformance.case.load import Step
-    from conformance.judge.reference import Machine
-    from conformance.program.translate import Writer
+    from conformance.case.model import Step
+    from conformance.judge.model import Machine
+    from conformance.program.writer import Writer
 
-__all__ = ["Field", "Op", "Check"]
+__all__ = ["Check", "Field", "Observation", "Op"]
 
 #: The type names a field may have; each one has a validation rule (case/load.py)
 #: and a JSON Schema (case/schema.py), so a new type must be taught to both.
@@ -101,3 +101,31 @@ class Op:
         if self.run_spell is None:
             raise NotImplementedError(f"op {self.name!r} has no default spelling")
         self.run_spell(writer, step)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A kind of observation.
+
+    ``targets``: how many names ``of`` takes.  ``reads``: how the worker turns
+    the observed object into data (``array``, ``overlap``, ``address``, ``int``,
+    ``bool``).  ``getter``: the expression a program evaluates, given the
+    writer and the target expressions.  ``arrays``: whether NumPy arrays may be
+    observed this way.
+    """
+
+    name: str
+    doc: str
+    reads: str
+    getter: Callable[[Any, list[str]], str]
+    targets: int = 1
+    judged: bool = False
+    memory: bool = False
+    arrays: bool = False
+    #: compares with the memory an earlier ``address`` observation recorded (named by ``since``)
+    since: bool = False
+    run_reference: Callable[[Any, Any], None] | None = None
+
+    def reference(self, machine: Any, step: Any) -> None:
+        if self.run_reference is not None and step.judged:
+            self.run_reference(machine, step)

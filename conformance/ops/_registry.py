@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance.ops._op import Op
-    from conformance.ops.observations import Observation
+    from conformance.ops._op import Observation, Op
 
 __all__ = ["OPS", "OBSERVATIONS", "register", "register_observation"]
 

@@ -34,7 +34,7 @@ __all__: list[str] = []
 
 
 def _unsupported(message: str) -> Exception:
-    from conformance.adapter import Unsupported
+    from conformance.unsupported import Unsupported
 
     return Unsupported(message)
 
@@ -64,7 +64,7 @@ def _alias(kind: str = "tensor"):
 
 
 def _fresh_copy(m, s) -> None:
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     m.bind(s, Tensor.fresh(m.get(s.args[0]).value))
 

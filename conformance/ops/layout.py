@@ -39,7 +39,7 @@ def _rehistory(m, tensor, old, shape: tuple[int, ...], parents: tuple, op: str) 
     stays a leaf (with its new shape), and a tensor that requires no grad stays one; a non-leaf that
     requires grad changed outside grad mode is not modelled.
     """
-    from conformance.judge.reference import Node
+    from conformance.judge.model import Node
 
     if m.grad_enabled and any(parent.requires_grad for parent, _ in parents):
         tensor._node = Node(shape, parents)
@@ -51,7 +51,7 @@ def _rehistory(m, tensor, old, shape: tuple[int, ...], parents: tuple, op: str) 
 
 def _rearrange(m, name: str, take: _Take, op: str) -> None:
     """The tensor looks at its own elements rearranged by *take* (an indexing of an array of its shape)."""
-    from conformance.judge.reference import scatter
+    from conformance.judge.model import scatter
 
     tensor = m.tensor(name)
     here = np.asarray(take(np.arange(tensor.positions.size).reshape(tensor.shape)))
@@ -127,7 +127,7 @@ def _flattened(start: int, stop: int) -> _Take:
 def _as_strided_reference(m, s) -> None:
     """The tensor looks at storage positions ``offset + sum(i * stride)`` (offset: its own, unless given);
     on a view they must be elements of its base, on another tensor elements of its own."""
-    from conformance.judge.reference import scatter
+    from conformance.judge.model import scatter
 
     tensor = m.tensor(s.args[0])
     size, stride = tuple(s.fields["size"]), tuple(s.fields["stride"])
@@ -282,7 +282,7 @@ def _set_reference(m, s) -> None:
 def _set_data_reference(m, s) -> None:
     """``t.data = src``: t looks at src's storage, untracked; t keeps its own place in the graph (a leaf
     stays a leaf, with src's shape; a non-leaf keeps the history of the values it had)."""
-    from conformance.judge.reference import Node
+    from conformance.judge.model import Node
 
     tensor = _not_a_view(m, s.args[0], "t.data = src")
     source = m.tensor(s.args[1])
@@ -299,7 +299,7 @@ def _detach_reference(m, s) -> None:
     """``t.detach_()``: t leaves the graph on the same storage.  A view no longer follows its base's
     history; views taken of t before keep the history they had (torch's test_detach_base: "detaching
     base does not detach view")."""
-    from conformance.judge.reference import Node
+    from conformance.judge.model import Node
 
     tensor = m.tensor(s.args[0])
     if tensor.base is None and tensor.node.requires_grad:

@@ -39,7 +39,7 @@ def _linear_forward(m, module, inputs) -> list:
 
 def _rnn_forward(m, module, inputs) -> list:
     """A one-layer Elman RNN (tanh), time-major: x is (T, B, in), h0 is (1, B, H)."""
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     p = module.params
     x = inputs[0]
@@ -86,7 +86,7 @@ MODULE_KINDS: dict[str, ModuleKind] = {k.name: k for k in (
 
 
 def _module_reference(m, s) -> None:
-    from conformance.judge.reference import Module, Node, Tensor
+    from conformance.judge.model import Module, Node, Tensor
     from conformance.ops.tensors import literal
 
     kind = MODULE_KINDS[s.op]
@@ -215,7 +215,7 @@ register(Op(
 
 def _optimized(m, names) -> list:
     """The tensors an optimizer over *names* updates: a module's parameters, or a tensor itself."""
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     params = []
     for name in names:
@@ -225,7 +225,7 @@ def _optimized(m, names) -> list:
 
 
 def _sgd_reference(m, s) -> None:
-    from conformance.judge.reference import Optimizer
+    from conformance.judge.model import Optimizer
 
     params = _optimized(m, s.args)
     if len({id(p) for p in params}) != len(params):  # torch refuses it; what paddle does is not modelled
@@ -274,7 +274,7 @@ def _step_reference(m, s) -> None:
 
 
 def _zero_grad_reference(m, s) -> None:
-    from conformance.judge.reference import release_grad, zero_grad
+    from conformance.judge.model import release_grad, zero_grad
 
     for param in m.get(s.args[0]).params:
         (zero_grad if s.fields["set_to"] == "zero" else release_grad)(param)
@@ -311,7 +311,7 @@ register(Op(
 
 
 def _grad_reference(m, s) -> None:
-    from conformance.judge.reference import held_grad
+    from conformance.judge.model import held_grad
 
     m.bind(s, held_grad(m.tensor(s.args[0])))
 

@@ -7,11 +7,9 @@ information.  Any observation can be made informational with ``judge: false``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
-
 import numpy as np
 
+from conformance.ops._op import Observation
 from conformance.ops._registry import register_observation
 
 __all__ = ["MAX_OBSERVED_ELEMENTS", "Observation"]
@@ -19,34 +17,6 @@ __all__ = ["MAX_OBSERVED_ELEMENTS", "Observation"]
 #: The most elements one observation may have, in the worker and the reference alike: beyond it
 #: the cell is a harness ``error`` (a limit), so one case cannot swell the parent process.
 MAX_OBSERVED_ELEMENTS = 1_000_000
-
-
-@dataclass(frozen=True)
-class Observation:
-    """A kind of observation.
-
-    ``targets``: how many names ``of`` takes.  ``reads``: how the worker turns
-    the observed object into data (``array``, ``overlap``, ``address``, ``int``,
-    ``bool``).  ``getter``: the expression a program evaluates, given the
-    writer and the target expressions.  ``arrays``: whether NumPy arrays may be
-    observed this way.
-    """
-
-    name: str
-    doc: str
-    reads: str
-    getter: Callable[[Any, list[str]], str]
-    targets: int = 1
-    judged: bool = False
-    memory: bool = False
-    arrays: bool = False
-    #: compares with the memory an earlier ``address`` observation recorded (named by ``since``)
-    since: bool = False
-    run_reference: Callable[[Any, Any], None] | None = None
-
-    def reference(self, machine: Any, step: Any) -> None:
-        if self.run_reference is not None and step.judged:
-            self.run_reference(machine, step)
 
 
 def _value_reference(m, s) -> None:

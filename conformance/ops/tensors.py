@@ -25,7 +25,7 @@ def literal(value: Any, dtype: str) -> np.ndarray:
 
 
 def _tensor_reference(m, step) -> None:
-    from conformance.judge.reference import Node, Tensor
+    from conformance.judge.model import Node, Tensor
 
     f = step.fields
     tensor = Tensor.fresh(literal(f["value"], f["dtype"]))
@@ -35,7 +35,7 @@ def _tensor_reference(m, step) -> None:
 
 
 def _array_reference(m, step) -> None:
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     m.bind(step, Tensor.fresh(literal(step.fields["value"], step.fields["dtype"]), kind="array"))
 
@@ -71,14 +71,14 @@ def _full_check(data, scope, fail) -> None:
 
 
 def _full_reference(m, step) -> None:
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     f = step.fields
     m.bind(step, Tensor.fresh(np.full(tuple(f["shape"]), literal(f["value"], f["dtype"]))))
 
 
 def _full_spell(w, step) -> None:
-    from conformance.adapter import Unsupported
+    from conformance.unsupported import Unsupported
 
     f, call = step.fields, f"{w.a.root}.full"
     device = ""
@@ -141,7 +141,7 @@ register(Op(
 
 
 def _requires_grad_reference(m, step) -> None:
-    from conformance.judge.reference import Node
+    from conformance.judge.model import Node
 
     tensor = m.tensor(step.args[0])
     if tensor.base is not None:
@@ -160,6 +160,6 @@ register(Op(
 
 
 def _fresh_copy(source):
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     return Tensor.fresh(source.value)

@@ -16,7 +16,7 @@ _INDEX = Field("index", required=True, doc="integers, loop counters and slices, 
 
 
 def _getitem_reference(m, s) -> None:
-    from conformance.judge.reference import Tensor
+    from conformance.judge.model import Tensor
 
     source = m.get(s.args[0])
     index = s.index.resolve(m.counters)

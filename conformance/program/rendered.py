@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
-from conformance.case.load import Case
+from conformance.case.model import Case
 
 __all__ = ["Rendered", "case_key", "render_all"]
 

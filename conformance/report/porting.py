@@ -19,7 +19,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.records.outcomes import ORDER, SYMBOLS
 from conformance.records.programs import ProgramKey, ProgramText
 from conformance.records.record import EAGER, Column, Record, version_key

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.records.record import EAGER, Column, Record
 from conformance.report.conversions import converter_frameworks
 

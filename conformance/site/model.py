@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from conformance.case.load import Case
+from conformance.case.model import Case
 from conformance.records.programs import ProgramText, load_programs
 from conformance.records.record import EAGER, Column, Record, split_build, version_key
 from conformance.report.conversions import Conversion, conversions, converter_frameworks

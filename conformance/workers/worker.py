@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from conformance.adapter import Adapter, ConversionFailed, load_adapter
-from conformance.case.load import Case, case_from_message
+from conformance.case.model import Case, case_from_message
 from conformance.judge.raises import raise_kind
 from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
