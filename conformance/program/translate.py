@@ -1,16 +1,6 @@
-"""Translate a case into the Python program a framework user would write.
-
-The same source serves two ends: the worker runs it with harness hooks
-(``_step`` marks which step is running, ``_observe`` hands observations back),
-and ``conformance show`` prints it with ``print`` calls instead, as a
-reproducer to paste into a bug report.  Structure lives here; each op spells
-itself (``conformance/ops``) unless the adapter has a ``spell_<op>`` method.
-
-In a compiled mode (``docs/modes.md``) each maximal run of ``forward`` steps
-becomes a function that the mode compiles: the names it reads are its
-parameters, the names it binds are what it returns; tensors and modules made
-before it are its inputs, and backward, optimizer steps and observations run
-outside, on what it returns.  Inside a ``repeat`` that happens per iteration.
+"""Translate a case into the Python program a framework user would write: a reproducer's title, the
+framework's imports, then the steps as the writer (``program/writer.py``) spells them, where it says how
+one program serves both the harness and a reproducer, and how a compiled mode shapes it.
 """
 
 from __future__ import annotations
