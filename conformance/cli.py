@@ -225,7 +225,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from conformance.adapter import adapter_classes, installed, is_installed, source_version
     from conformance.case.load import load_cases
     from conformance.case.kept import load_checked
-    from conformance.program.rendered import Rendered, case_key, render_all
+    from conformance.program.rendered import Rendered, case_key, render_all, sent_to
     from conformance.workers.pool import Worker
 
     cases, errors = load_cases(args.paths or ["cases"], load=load_checked)
@@ -250,7 +250,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         others = [] if cls.isolated else [c for c in cases if c is not case]
         try:
             if kept is not None:
-                rendered = render_all(worker, [case, *others], args.device, args.mode)
+                rendered = render_all(sent_to(worker), [case, *others], args.device, args.mode)
                 kept.add(rendered)
                 reply = rendered.get(case_key(case))
             if reply is None:
@@ -294,7 +294,7 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     print(annotate(reply["source"], expected), end="")
     if reply.get("unsupported"):
         print(printable(f"# unsupported from here on: {reply['unsupported']}"))
-    lines, wrong = verdict(record, reference)
+    lines, wrong = verdict(record, expected)
     print(printable("\n".join(lines)))
     if wrong:
         return 1

@@ -28,7 +28,7 @@ import weakref
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
@@ -423,24 +423,6 @@ class Engine:
             return {"status": "limit", "message": f"the reference service failed ({exc})"}
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
-
-    # -- the programs the cells ran, as their users write them -----------------------------------------
-
-    def render(self, cells: Iterable[tuple[Case, str, str, str]]) -> Iterator[tuple[Case, str, str, str, dict]]:
-        """Each cell's reproducer (``source``) and its user's code (``code``), rendered by the cell's own
-        framework worker, requests pipelined; a cell whose program could not be rendered is left out."""
-        tickets = []
-        for case, framework, device, mode in cells:
-            ticket = self.pool.submit(framework, {"cmd": "render", "device": device, "mode": mode},
-                                      self._timeout(case), case=(None, json.dumps(case.to_message())))
-            tickets.append((case, framework, device, mode, ticket))
-        for case, framework, device, mode, ticket in tickets:
-            try:
-                reply = self.pool.wait(ticket)
-            except (WorkerTimeout, WorkerCrashed):
-                continue
-            if isinstance(reply.get("source"), str) and isinstance(reply.get("code"), str):
-                yield case, framework, device, mode, reply
 
     # -- one cell -----------------------------------------------------------------------------------
 

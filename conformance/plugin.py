@@ -32,6 +32,7 @@ from conformance.case.load import Case, CaseError, find_case_files, load_cases
 from conformance.engine import DEFAULT_TIMEOUT, Engine, Prepared, parallel_processes
 from conformance.lean import COUNTED, RAN, count_progress_only
 from conformance.outputs import OutputError, ResultsLock, check_outputs, keep_previous, write_file
+from conformance.program.rendered import case_key, render_all
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.programs import write_programs
@@ -616,9 +617,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _keep_programs(config: pytest.Config, records: list[Record]) -> None:
-    """The program of each cell this run recorded, kept beside its results file (records/programs.py): the
-    reports show each framework's code from it.  A converter's are not kept; a case whose file changed
-    since its cells ran is rendered from its file now only where its content is the same."""
+    """The program of each cell this run recorded, kept beside its results file (records/programs.py), by
+    the run's own workers: the reports show each framework's code from it.  A converter's are not kept.
+    The cases are read again from the paths the run was given (a run lets go of each case as its cells end)."""
     path = results_path(config)
     if str(path) == os.devnull:
         return
@@ -631,15 +632,18 @@ def _keep_programs(config: pytest.Config, records: list[Record]) -> None:
                                set()).add(record.case)
     if not columns:
         return
-    cases, _ = load_cases(config.args or ["cases"])
-    by_id = {case.id: case for case in cases}
-    cells = [(by_id[name], framework, device, mode) for (framework, _, device, mode), names in sorted(columns.items())
-             for name in sorted(names) if name in by_id]
-    versions = {(framework, device, mode): version for framework, version, device, mode in columns}
-    entries = [{"framework": framework, "version": versions[framework, device, mode], "device": device,
-                "mode": mode, "case": case.id, "case_digest": case.digest, "code": reply["code"],
-                "source": reply["source"], "unsupported": reply.get("unsupported")}
-               for case, framework, device, mode, reply in _engine(config).render(cells)]
+    where = config.invocation_params.dir
+    paths = [Path(where, arg.split("::")[0]) for arg in config.args] or [Path(where, "cases")]
+    cases = {case.id: case for case in load_cases(p for p in paths if p.exists())[0]}
+    pool = _engine(config).pool
+    entries = []
+    for (framework, version, device, mode), names in sorted(columns.items()):
+        chosen = [cases[name] for name in sorted(names) if name in cases]
+        replies = render_all(functools.partial(pool.submit, framework), chosen, device, mode,
+                             timeout=case_timeout(config), wait=pool.wait)
+        entries += [{"framework": framework, "version": version, "device": device, "mode": mode, "case": case.id,
+                     "case_digest": case.digest, **replies[case_key(case)]}
+                    for case in chosen if case_key(case) in replies]
     if entries:
         write_programs(path, entries)
 

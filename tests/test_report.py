@@ -311,8 +311,8 @@ def test_report_renders_summarised_arrays(tmp_path: Path) -> None:
     output = tmp_path / "R.md"
     assert main(["report", str(path), "--output", str(output), "--no-plot"]) == 0
     assert "[`big`](./r/grad.md#big)" in output.read_text()  # the index links to the topic's page
-    assert ("- **torch 2.13.0 cpu**: ❌ silent-wrong — `value(y)` expected `array 100x100 (10000 elements, min 0, "
-            "max 198)`, got `array 100x100 (10000 elements, min 0, max 198)` (relative error 0.5)"
+    shown = "array 100x100 (10000 elements, min 0, max 198, sha256:71e8ae741adb29d2)"
+    assert (f"- **torch 2.13.0 cpu**: ❌ silent-wrong — `value(y)` expected `{shown}`, got `{shown}` (relative error 0.5)"
             in (tmp_path / "r" / "grad.md").read_text())
 
 

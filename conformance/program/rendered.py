@@ -16,12 +16,12 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
 from conformance.case.model import Case
 
-__all__ = ["Rendered", "case_key", "render_all"]
+__all__ = ["Rendered", "answer", "case_key", "render_all", "sent_to"]
 
 
 def case_key(case: Case) -> str:
@@ -64,26 +64,48 @@ class Rendered:
             write_atomically(self.path, sealed)
 
 
-def render_all(worker: Any, cases: Iterable[Case], device: str, mode: str,
-               timeout: float = 120.0) -> dict[str, dict[str, Any]]:
-    """Every case's program from one *worker*, requests pipelined; replies without a program (a harness
-    error) are left out, so they are never kept."""
-    from conformance.workers.pool import Ticket, WorkerCrashed, WorkerTimeout
+#: Queues a request on a framework's worker: (message, timeout, case fields) -> its ticket, or None when
+#: the worker takes no more (``WorkerPool.submit`` for one framework, or :func:`sent_to`).
+Submit = Callable[[dict, float, tuple], Any]
+
+
+def sent_to(worker: Any) -> Submit:
+    """Requests sent to one *worker* of its own (``conformance show``'s)."""
+    from conformance.workers.pool import Ticket
+
+    def submit(message: dict, timeout: float, case: tuple) -> Any:
+        ticket = Ticket(message, timeout, case=case)
+        return ticket if worker.send(ticket) else None
+
+    return submit
+
+
+def answer(ticket: Any) -> dict[str, Any]:
+    """A ticket's reply, waited for (WorkerCrashed or WorkerTimeout for its request)."""
+    ticket.done.wait()
+    return ticket.result()
+
+
+def render_all(submit: Submit, cases: Iterable[Case], device: str, mode: str, timeout: float = 120.0,
+               wait: Callable[[Any], dict[str, Any]] = answer) -> dict[str, dict[str, Any]]:
+    """Every case's program (by :func:`case_key`): its reproducer (``source``) and its user's code alone
+    (``code``), requests pipelined; replies without a program (a harness error) are left out, so they
+    are never kept or shown."""
+    from conformance.workers.pool import WorkerCrashed, WorkerTimeout
 
     tickets = []
     for case in cases:
-        ticket = Ticket({"cmd": "render", "device": device, "mode": mode}, timeout,
-                        case=(None, json.dumps(case.to_message())))
-        if not worker.send(ticket):
+        ticket = submit({"cmd": "render", "device": device, "mode": mode}, timeout,
+                        (None, json.dumps(case.to_message())))
+        if ticket is None:
             break
         tickets.append((case_key(case), ticket))
     replies = {}
     for key, ticket in tickets:
-        ticket.done.wait()
         try:
-            reply = ticket.result()
+            reply = wait(ticket)
         except (WorkerCrashed, WorkerTimeout):
             continue
-        if isinstance(reply.get("source"), str):
-            replies[key] = {"source": reply["source"], "code": reply.get("code"), "unsupported": reply.get("unsupported")}
+        if isinstance(reply.get("source"), str) and isinstance(reply.get("code"), str):
+            replies[key] = {"source": reply["source"], "code": reply["code"], "unsupported": reply.get("unsupported")}
     return replies

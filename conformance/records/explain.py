@@ -32,13 +32,9 @@ def _shorten(value: str, limit: int) -> str:
 
 
 def show_value(value: Any, limit: int = 200) -> str:
-    """An observed or reference value for a reader: a summarised array shows its shape, range and digest."""
-    if is_summary(value):
-        shape = "x".join(str(n) for n in value.get("shape") or []) or "?"
-        numbers = [f"{key} {value[key]:.4g}" for key in ("min", "max") if isinstance(value.get(key), (int, float))]
-        return (f"array {shape} ({value.get('size')} elements" + "".join(f", {n}" for n in numbers)
-                + f", {value.get('digest')})")
-    return _shorten(str(value), limit)
+    """An observed or reference value for a terminal line: as recorded, or a summarised array by its shape,
+    range and digest."""
+    return format_value(value, limit) if is_summary(value) else _shorten(str(value), limit)
 
 
 def raised_brief(type_: str, phase: str | None, kind: str | None) -> str:

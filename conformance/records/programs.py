@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["ProgramText", "load_programs", "programs_path", "write_programs"]
+__all__ = ["ProgramText", "load_programs", "newest_programs", "programs_path", "write_programs"]
 
 SUFFIX = ".programs.json"
 
@@ -58,6 +58,23 @@ def load_programs(results_files: Iterable[Path | str]) -> dict[ProgramKey, Progr
         for entry in _read(programs_path(results)):
             found[entry.key] = entry
     return found
+
+
+def newest_programs(kept: Mapping[ProgramKey, ProgramText], digests: Mapping[str, str]) -> dict[tuple[str, str],
+                                                                                           ProgramText]:
+    """(framework, case id) -> the kept program of the framework's newest version that kept one for the case:
+    one spelled for the case as it is now (its digest in *digests*) before one spelled before it changed, then
+    eager before a compiled mode, CPU before GPU."""
+    from conformance.records.record import EAGER, split_build, version_key
+
+    chosen: dict[tuple[str, str], tuple[tuple[object, ...], ProgramText]] = {}
+    for (framework, version, device, mode, case_id), entry in kept.items():
+        digest = digests.get(case_id, "")
+        current = not entry.get("case_digest") or not digest or entry.get("case_digest") == digest
+        rank = (current, mode == EAGER, device == "cpu", version_key(split_build(version)[0]), device, mode)
+        if (framework, case_id) not in chosen or rank > chosen[framework, case_id][0]:
+            chosen[framework, case_id] = (rank, entry)
+    return {key: entry for key, (_, entry) in sorted(chosen.items())}
 
 
 def write_programs(results: Path | str, entries: Iterable[Mapping[str, Any]]) -> Path:

@@ -14,7 +14,9 @@ VALUE_LIMIT = 160
 
 
 def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
-    """A value for a reader: numbers to 6 significant digits, nested lists as lists, cut at *limit*."""
+    """A value for a reader: numbers to 6 significant digits (a cell is judged to 1e-5 relative, so no digit
+    that decides it is lost), nested lists as lists, a summarised array by its shape, range and digest; cut
+    at *limit*."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
     elif isinstance(value, np.generic):
@@ -32,7 +34,8 @@ def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
         if isinstance(v, Mapping) and "shape" in v:  # a large array, summarised by the worker
             extremes = "".join(f", {key} {v[key]:.4g}" for key in ("min", "max")
                                if isinstance(v.get(key), (int, float)))
-            return f"array {'x'.join(map(str, v.get('shape') or []))} ({v.get('size')} elements{extremes})"
+            digest = f", {v['digest']}" if v.get("digest") else ""
+            return f"array {'x'.join(map(str, v.get('shape') or [])) or '?'} ({v.get('size')} elements{extremes}{digest})"
         return str(v)
 
     text = shown(value)

@@ -53,10 +53,10 @@ def annotate(source: str, expected: Mapping[str, Any]) -> str:
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
 
 
-def verdict(record: Record, reference: Mapping[str, Any] | None) -> tuple[list[str], bool]:
+def verdict(record: Record, expected: Mapping[str, Any]) -> tuple[list[str], bool]:
     """The closing lines (comments) and whether the framework is wrong: the judged observations, then one
-    line saying what was expected and what came.  *reference*: every observation the reference gives,
-    for a cell that stopped before its end (what a framework that computes would give)."""
+    line saying what was expected and what came.  *expected*: every value the reference gives, by
+    observation, for a cell that stopped before its end (what a framework that computes would give)."""
     where = f"{record.framework} {record.framework_version} ({record.device}, {record.mode})"
     lines = [f"# ran on {where}:"]
     for observation in record.observations:
@@ -75,8 +75,7 @@ def verdict(record: Record, reference: Mapping[str, Any] | None) -> tuple[list[s
         return lines, True
     if record.outcome in ("raises", "crash", "timeout"):
         seen = {str(o.get("name")) for o in record.observations}
-        rest = {name: value for name, value in (reference or {}).items() if name not in seen
-                and not type(value).__name__ == "Unjudged"}
+        rest = {name: value for name, value in expected.items() if name not in seen}
         would = "; ".join(f"{name} = {format_value(value, 80)}" for name, value in list(rest.items())[:4])
         lines.append(f"# verdict: {record.outcome}: {explain(record, 'brief')}"
                      + (f"; a framework that computes gives {would}" if would else ""))

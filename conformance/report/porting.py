@@ -21,7 +21,7 @@ from typing import Iterable, Mapping, Sequence
 
 from conformance.case.model import Case
 from conformance.records.outcomes import ORDER, SYMBOLS
-from conformance.records.programs import ProgramKey, ProgramText
+from conformance.records.programs import ProgramKey, ProgramText, newest_programs
 from conformance.records.record import EAGER, Column, Record, version_key
 from conformance.report.conversions import Conversion, conversions
 from conformance.report.markdown import cell, code, table, text
@@ -103,13 +103,8 @@ class _Guide:
                  confirmations: Mapping[str, tuple[bool, str]], titles: Mapping[str, tuple[str, str]],
                  pages: str, programs: Mapping[ProgramKey, ProgramText]) -> None:
         self.cases = {case.id: case for case in cases}
-        #: (framework, case) -> the program of the newest version that kept one (eager, CPU)
-        self.programs: dict[tuple[str, str], ProgramText] = {}
-        for entry in programs.values():
-            if entry["mode"] == EAGER and entry["device"] == "cpu":
-                kept = self.programs.get((entry["framework"], entry["case"]))
-                if kept is None or version_key(entry["version"]) > version_key(kept["version"]):
-                    self.programs[entry["framework"], entry["case"]] = entry
+        #: (framework, case) -> the program of the newest version that kept one (eager, CPU preferred)
+        self.programs = newest_programs(programs, {case.id: case.digest for case in cases})
         self.remedies = remedies
         self.confirmations = confirmations
         self.titles = titles

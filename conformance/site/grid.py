@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from conformance.records.bounds import is_summary
-from conformance.records.explain import explain, show_value
+from conformance.records.explain import explain
+from conformance.records.values import format_value
 from conformance.records.outcomes import SYMBOLS
 from conformance.records.record import Record
 from conformance.site.html import badge, esc, outcome_class, slug
@@ -47,21 +47,9 @@ class Shown:
         return f"{self.name}: expected {self.expected}" + (f", got {self.got}" if self.wrong else "")
 
 
-def _number(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_number(v) for v in value) + "]"
-    if isinstance(value, float):
-        return format(value, ".6g")
-    return str(value)
-
-
 def value_text(value: Any, limit: int = VALUE_LENGTH) -> str:
-    """A value for a reader: numbers to 6 significant digits (a cell is judged to 1e-5 relative, so no digit
-    that decides it is lost), nested lists as written, a summarised array by its shape, range and digest."""
-    if is_summary(value) or not isinstance(value, (list, float, int)):
-        return show_value(value, limit)
-    text = _number(value)
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    """A value for a reader, as every report shows one (``records/values.py``)."""
+    return format_value(value, limit)
 
 
 def shown_values(record: Record, limit: int = VALUES) -> list[Shown]:

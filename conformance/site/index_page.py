@@ -56,7 +56,7 @@ def _upgrades(steps: Sequence[Step]) -> str:
         lines.append(f"<li><b>jumps</b>: {jumps}</li>")
     return ('<section id="upgrades"><h2>Upgrading?</h2>\n<p>Each release against the one before it '
             '(the number of changed cells in brackets); <a href="upgrades/index.html">all steps</a>.</p>\n'
-            f'<ul class="steps">\n' + "\n".join(lines) + "\n</ul>\n</section>\n")
+            '<ul class="steps">\n' + "\n".join(lines) + "\n</ul>\n</section>\n")
 
 
 def render_index(site: SiteData, steps: Sequence[Step]) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from conformance.case.model import Case
-from conformance.records.programs import ProgramText, load_programs
+from conformance.records.programs import ProgramText, load_programs, newest_programs
 from conformance.records.record import EAGER, Column, Record, split_build, version_key
 from conformance.report.conversions import Conversion, conversions, converter_frameworks
 from conformance.report.porting import topic_titles
@@ -102,22 +102,12 @@ def _framework_order(frameworks: Iterable[str], converters: frozenset[str]) -> l
     return sorted(set(frameworks), key=lambda f: (f in converters, FIRST.index(f) if f in FIRST else len(FIRST), f))
 
 
-def _programs(case: Case, kept: Mapping[tuple[str, str, str, str, str], ProgramText]) -> dict[str, Program]:
-    """framework -> the program of its newest version that kept one (CPU eager preferred; one spelled for
-    the case as it is now preferred to one spelled before it changed)."""
-    chosen: dict[str, tuple[tuple[object, ...], Program]] = {}
-    for (framework, version, device, mode, case_id), entry in kept.items():
-        if case_id != case.id:
-            continue
-        current = not entry.get("case_digest") or not case.digest or entry.get("case_digest") == case.digest
-        public = split_build(version)[0]
-        rank = (current, mode == EAGER, device == "cpu", version_key(public), device, mode)
-        unsupported = entry.get("unsupported")
-        program = Program(framework, public, device, mode, entry["code"],
-                          unsupported if isinstance(unsupported, str) and unsupported else None, not current)
-        if framework not in chosen or rank > chosen[framework][0]:
-            chosen[framework] = (rank, program)
-    return {framework: program for framework, (_, program) in sorted(chosen.items())}
+def _program(entry: ProgramText, digest: str) -> Program:
+    """A kept program as the site shows it."""
+    unsupported = entry.get("unsupported")
+    return Program(entry["framework"], split_build(entry["version"])[0], entry["device"], entry["mode"], entry["code"],
+                   unsupported if isinstance(unsupported, str) and unsupported else None,
+                   bool(entry.get("case_digest") and digest and entry["case_digest"] != digest))
 
 
 def gather(cases: Sequence[Case], records: Iterable[Record], results_files: Sequence[Path | str],
@@ -127,7 +117,7 @@ def gather(cases: Sequence[Case], records: Iterable[Record], results_files: Sequ
     records = list(records)
     known = {case.id for case in cases}
     converters = converter_frameworks(records)
-    kept = load_programs(results_files)
+    newest = newest_programs(load_programs(results_files), {case.id: case.digest for case in cases})
     cells: dict[str, dict[Column, Record]] = {}
     versions: dict[str, set[str]] = {}
     rows: dict[str, set[Row]] = {}
@@ -138,7 +128,9 @@ def gather(cases: Sequence[Case], records: Iterable[Record], results_files: Sequ
         versions.setdefault(record.framework, set()).add(record.framework_version)
         rows.setdefault(record.framework, set()).add(Row(record.framework, record.device, record.mode))
     frameworks = _framework_order(versions, converters)
-    data = [CaseData(case, dict(sorted(cells.get(case.id, {}).items())), _programs(case, kept))
+    data = [CaseData(case, dict(sorted(cells.get(case.id, {}).items())),
+                     {framework: _program(entry, case.digest) for (framework, case_id), entry in newest.items()
+                      if case_id == case.id})
             for case in sorted(cases, key=lambda c: (c.topic, c.id))]
     topics: dict[str, tuple[str, str]] = {}
     for folder in case_folders:

@@ -39,7 +39,7 @@ def _change(change: Change, titles: dict[str, str], columns: bool) -> str:
     return (f'<tr data-case="{esc(change.case)}" data-old="{esc(old.outcome)}" data-new="{esc(new.outcome)}" '
             f'data-severity="{change.severity}"><td>{link}'
             + (f'<br><small>{esc(title)}</small>' if title else "")
-            + f"</td>" + (f"<td>{esc(column.device)}, {esc(column.mode)}</td>" if columns else "")
+            + "</td>" + (f"<td>{esc(column.device)}, {esc(column.mode)}</td>" if columns else "")
             + f"<td>{badge(old.outcome, _label(old.outcome, old.correct))}</td>"
             f"<td>{badge(new.outcome, _label(new.outcome, new.correct))}</td><td>{esc(_detail(change))}</td></tr>")
 
