@@ -11,10 +11,10 @@ from conformance.adapter import Copying
 from conformance.case.load import load_cases
 from conformance.fuzz.cause import COMPILED, Families
 from conformance.fuzz.command import fuzz
-from conformance.fuzz.generate import Program
+from conformance.fuzz.generate import Program, walk
 from conformance.fuzz.observe import observe_what_matters
 from conformance.fuzz.run import Runner
-from conformance.fuzz.shrink import delete_steps
+from conformance.fuzz.simplify import simplify
 from conformance.fuzz.verdict import FINDING, NOTHING, REFERENCE, Cell, Verdict, judge
 from conformance.records.results import read_records
 
@@ -166,8 +166,9 @@ def _stand_in(program: Program) -> Verdict:
 def test_the_shrinker_deletes_a_dead_step_and_a_step_kept_only_to_leave_a_framework_unsupported() -> None:
     target = _stand_in(DEAD_AND_UNSUPPORTED)
     assert target.kind == FINDING and target.cells["torch"].outcome == "unsupported"
-    program, verdict = delete_steps(DEAD_AND_UNSUPPORTED, target, target, _stand_in)
+    program, verdict, tried = simplify(DEAD_AND_UNSUPPORTED, target, target, _stand_in)
     assert program.ops() == ["tensor", "sin_"] and program.steps[-1] == {"observe": "value", "of": "t1"}
+    assert not tried.exhausted and tried.needed["delete a step"] == 1  # sin_: the tensor it needs cannot go
     assert verdict.cells["torch"].outcome == "raises"  # what torch does once it can run the program
     assert verdict.keeps(target)
     # a finding about frameworks disagreeing is about every framework that ran: none of them may change
@@ -175,6 +176,66 @@ def test_the_shrinker_deletes_a_dead_step_and_a_step_kept_only_to_leave_a_framew
                         "paddle": Cell("silent-correct", {})}, FINDING)
     unable = Verdict({"torch": Cell("unsupported", {}), "paddle": Cell("silent-correct", {})}, FINDING)
     assert not unable.keeps(disagree) and disagree.keeps(disagree)
+
+
+#: A float64 matrix reached through a loop, an assignment and a zero-copy conversion before one in-place add:
+#: the shape of the fuzzer's compiled finding before it was simplified.
+ROUNDABOUT = Program((
+    {"op": "repeat", "times": 2, "var": "i", "steps": [
+        {"op": "array", "out": "a", "value": [[1.5, -2.25, 3.0], [0.5, 4.0, 2.5]], "dtype": "float64"},
+        {"op": "assign", "args": ["a"], "out": "b"}]},
+    {"op": "from_numpy", "args": ["b"], "out": "t"},
+    {"op": "tensor", "out": "s", "value": 0.25, "dtype": "float64"},
+    {"op": "add_", "args": ["t", "s"], "python_scalar": True},
+    {"observe": "value", "of": "t"},
+), "float64")
+
+
+def _wrong_add_(needs_float64: bool):
+    """A stand-in judge: torch is wrong whenever the program adds in place (and, if *needs_float64*, only
+    in float64); paddle is right.  Nothing else of the program matters to it."""
+    def judged(program: Program) -> Verdict:
+        float64 = any(step.get("dtype") == "float64" for step in walk(program.steps))
+        wrong = "add_" in program.ops() and (float64 or not needs_float64)
+        torch = Cell("silent-wrong", {"observations": [{"name": "value(t)", "kind": "value", "ok": False}]}) \
+            if wrong else Cell("silent-correct", {})
+        return judge(program.case("stand_in"), {"torch": torch, "paddle": Cell("silent-correct", {})})
+    return judged
+
+
+def test_the_shrinker_simplifies_a_dtype_a_shape_and_values_the_finding_does_not_need() -> None:
+    judged = _wrong_add_(needs_float64=False)
+    target = judged(ROUNDABOUT)
+    assert target.kind == FINDING
+    program, verdict, tried = simplify(ROUNDABOUT, target, target, judged)
+    makes = [step for step in program.steps if "op" in step and step["op"] != "add_"]
+    # the loop unwrapped, the array's conversion replaced by the tensor it made, then float32, 0-d, ones
+    assert [step["op"] for step in makes] == ["tensor", "tensor"], program.steps
+    assert all(step["dtype"] == "float32" and step["value"] == 1.0 for step in makes), makes
+    assert program.dtype == "float32" and verdict.keeps(target)
+    assert {"observe": "value", "of": "t"} in program.steps
+    assert next(step for step in program.steps if step.get("op") == "add_") == {"op": "add_", "args": ["t", "s"]}
+    assert not tried.exhausted and "float32 for float64" not in tried.needed
+    assert "Verified minimal" in tried.sentence()
+
+
+def test_the_shrinker_keeps_a_dtype_the_finding_needs_and_says_it_tried_the_other() -> None:
+    judged = _wrong_add_(needs_float64=True)
+    target = judged(ROUNDABOUT)
+    program, _, tried = simplify(ROUNDABOUT, target, target, judged)
+    assert {step["dtype"] for step in program.steps if "dtype" in step} == {"float64"}
+    assert all(step["value"] == 1.0 for step in program.steps if "value" in step)  # still 0-d, still ones
+    assert tried.needed["float32 for float64"] == 1
+    assert "float32 for float64 (1 tried)" in tried.sentence()
+
+
+def test_a_shrinker_out_of_budget_claims_no_minimality() -> None:
+    judged = _wrong_add_(needs_float64=False)
+    target = judged(ROUNDABOUT)
+    program, _, tried = simplify(ROUNDABOUT, target, target, judged, max_evaluations=2)
+    assert tried.exhausted and tried.evaluations == 2
+    assert "not every edit" in tried.sentence() and "Verified minimal" not in tried.sentence()
+    assert program.size() < ROUNDABOUT.size()  # what it took before the budget ran out stays taken
 
 
 def test_a_finding_observes_what_its_writes_touched_and_the_gradients_of_its_leaves() -> None:

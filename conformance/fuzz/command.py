@@ -292,7 +292,8 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                         new_causes[cause.key] = result
                     else:
                         case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
-                                          versions=runner.versions, cause=cause, modes=modes)
+                                          versions=runner.versions, cause=cause, modes=modes,
+                                          tried=shrunk.tried if shrunk else None)
                         new_causes[cause.key] = result
                         result.status, result.path = "new", case.path
                         again = runner.run([case])[0]  # the written file, through the same path as the suite

@@ -10,9 +10,10 @@ finding the same outcome and what characterises it; a framework that could not,
 ``unsupported``, may do anything, so no step is kept only to keep it unable).
 
 Hypothesis shrinks the bytes the program was drawn from, and a step other steps
-were drawn around can outlive it; so the smallest program it gives then loses
-every step (at any depth) whose deletion leaves a valid program with the same
-finding, one at a time, until none can go.
+were drawn around can outlive it; so the smallest program it gives is then
+simplified edit by edit (``simplify.py``: steps deleted, blocks unwrapped, made
+tensors replaced by literals, float32, smaller literals, simpler numbers) while
+it stays the same finding, and what was tried is kept for the case to say.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, HypothesisException
 
-from conformance.case.model import CaseError
-from conformance.fuzz.generate import GeneratorBug, Program, outs, programs, walk
+from conformance.fuzz.generate import GeneratorBug, Program, programs
+from conformance.fuzz.simplify import Tried, simplify
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import Op
 
@@ -37,12 +38,14 @@ class _SameSignature(Exception):
 
 
 class Shrunk:
-    """The result of shrinking: the minimal program and its verdict, and how many programs ran."""
+    """The result of shrinking: the minimal program and its verdict, how many programs ran, and what the
+    simplification tried on the program it ended with."""
 
-    def __init__(self, program: Program, verdict: Verdict, evaluations: int) -> None:
+    def __init__(self, program: Program, verdict: Verdict, evaluations: int, tried: Tried) -> None:
         self.program = program
         self.verdict = verdict
         self.evaluations = evaluations
+        self.tried = tried
 
 
 def shrink(buffer: bytes, ops: Mapping[str, Op], target: Verdict, evaluate: Callable[[Program], Verdict],
@@ -93,57 +96,5 @@ def shrink(buffer: bytes, ops: Mapping[str, Op], target: Verdict, evaluate: Call
         pass
     # Hypothesis ends by replaying its minimal failing program; the smallest seen is kept either way.
     program, verdict = min(reversed(failing), key=lambda pair: pair[0].size())
-    program, verdict = delete_steps(program, verdict, target, verdict_of, max_evaluations)
-    return Shrunk(program, verdict, count[0])
-
-
-def delete_steps(program: Program, verdict: Verdict, target: Verdict, evaluate: Callable[[Program], Verdict],
-                 max_evaluations: int = 500) -> tuple[Program, Verdict]:
-    """Delete steps of *program* one at a time (the last first, at any depth) while what is left is a valid
-    program with the finding *target*; until no step can go, or *max_evaluations* candidates ran."""
-    changed, tried = True, 0
-    while changed and tried < max_evaluations:
-        changed = False
-        for path in reversed(list(_paths(program.steps))):
-            candidate = Program(_still_observing(_without(program.steps, path), program.steps), program.dtype)
-            if candidate.size() >= program.size():  # an observation put back for the one deleted: no smaller
-                continue
-            try:
-                candidate.case("candidate")
-            except CaseError:
-                continue
-            tried += 1
-            judged = evaluate(candidate)
-            if judged.keeps(target):
-                program, verdict, changed = candidate, judged, True
-                break
-    return program, verdict
-
-
-def _still_observing(steps: tuple, before: tuple) -> tuple:
-    """*steps* without the observations of names no step binds any more; with none left, observing the value
-    of the last name a top-level step still binds (a program observes something)."""
-    bound = {name.split(".")[0] for step in walk(steps) for name in outs(step)}
-    kept = tuple(step for step in steps if "observe" not in step or all(
-        target.split(".")[0] in bound for target in (step["of"] if isinstance(step["of"], list) else [step["of"]])))
-    if any("observe" in step for step in kept):
-        return kept
-    names = [name for step in kept for name in outs(step)]
-    return kept + ({"observe": "value", "of": names[-1]},) if names else kept
-
-
-def _paths(steps, prefix: tuple[int, ...] = ()):
-    """Every step's position: its index, and inside a block the indices down to it."""
-    for index, step in enumerate(steps):
-        yield prefix + (index,)
-        yield from _paths(step.get("steps", ()), prefix + (index,))
-
-
-def _without(steps, path: tuple[int, ...]) -> tuple:
-    """*steps* without the step at *path*."""
-    head, *rest = path
-    if not rest:
-        return tuple(steps[:head]) + tuple(steps[head + 1:])
-    inner = dict(steps[head])
-    inner["steps"] = list(_without(inner["steps"], tuple(rest)))
-    return tuple(steps[:head]) + (inner,) + tuple(steps[head + 1:])
+    program, verdict, tried = simplify(program, verdict, target, verdict_of, max_evaluations)
+    return Shrunk(program, verdict, count[0], tried)

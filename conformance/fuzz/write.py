@@ -24,6 +24,7 @@ import yaml
 from conformance.case.load import GENERATED_SOURCE, Case, load_case, load_cases
 from conformance.fuzz.cause import Cause
 from conformance.fuzz.generate import Program
+from conformance.fuzz.simplify import Tried
 from conformance.fuzz.verdict import Verdict
 from conformance.ops import OPS
 
@@ -132,8 +133,9 @@ def _describe(verdict: Verdict, versions: Mapping[str, str]) -> str:
 
 
 def case_text(program: Program, verdict: Verdict, *, case_id_: str, seed: int, budget: int, number: int,
-              versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = ()) -> str:
-    """The YAML of a found case."""
+              versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = (),
+              tried: Tried | None = None) -> str:
+    """The YAML of a found case; *tried*: what simplifying it verified (its description says no more)."""
     outcomes = ", ".join(f"{name} {cell.outcome}" for name, cell in sorted(verdict.cells.items()))
     versions_text = ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
     mode_flags = "".join(f" --mode {mode}" for mode in modes)
@@ -146,9 +148,10 @@ def case_text(program: Program, verdict: Verdict, *, case_id_: str, seed: int, b
         "source": f"{PROVENANCE}: conformance fuzz --seed {seed} --budget {budget}{mode_flags}, program {number}, "
                   f"shrunk by hypothesis; {versions_text}",
         "description": (
-            f"{why}A program the differential fuzzer generated and shrank to this minimal form "
-            f"(a {program.dtype} program; every step left is needed for the finding), observing what its writes "
-            f"touched: {verdict.reason}.  When found: {_describe(verdict, versions)}.  "
+            f"{why}A program the differential fuzzer generated and shrank (a {program.dtype} program), observing "
+            f"what its writes touched: {verdict.reason}.  "
+            f"{tried.sentence() if tried is not None else 'It was not simplified.'}  "
+            f"When found: {_describe(verdict, versions)}.  "
             f"The reference (docs/reference.md) judges it; no hand-written case had this hazard."),
     }
     text = yaml.safe_dump(head, sort_keys=False, width=110, allow_unicode=True)
@@ -177,7 +180,8 @@ def _flow(value: Any) -> str:
 
 
 def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, budget: int, number: int,
-               versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = ()) -> Case:
+               versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = (),
+               tried: Tried | None = None) -> Case:
     """Write the found case and check it loads back as the same program; return it.  A file already at
     the case's name is never replaced: the case takes the next free name (``_2``, ``_3``...) instead."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -186,7 +190,7 @@ def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, b
         name = stem if attempt == 1 else f"{stem}_{attempt}"
         path = folder / f"{name}.yaml"
         text = case_text(program, verdict, case_id_=name, seed=seed, budget=budget, number=number,
-                         versions=versions, cause=cause, modes=modes)
+                         versions=versions, cause=cause, modes=modes, tried=tried)
         try:
             with open(path, "x", encoding="utf-8") as handle:  # created here, or left as it is
                 handle.write(text)
