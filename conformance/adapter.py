@@ -298,20 +298,37 @@ class Adapter:
         self.require_parameter(f"{self.root}.add", "out")
         return f"{self.root}.add({a}, {b}, out={into})"
 
+    #: The framework's function for a binary op of the vocabulary, where its name differs (paddle.multiply).
+    out_functions: ClassVar[dict[str, str]] = {}
+
+    def binary_out(self, op: str, a: str, b: str, into: str) -> str:
+        """The framework's function for *op* (mul, sub, matmul) writing into an out= argument."""
+        dotted = f"{self.root}.{self.out_functions.get(op, op)}"
+        self.require_parameter(dotted, "out")
+        return f"{dotted}({a}, {b}, out={into})"
+
     def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
         raise NotImplementedError
 
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
         raise NotImplementedError
 
+    #: Each activation module's class, and the arguments every program passes it: RReLU's lower bound
+    #: equals its upper, so its slope is 0.25 and not drawn at random in training mode (the module's
+    #: default mode in both frameworks).
+    activation_modules: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
+        "relu": ("ReLU", ()), "sigmoid": ("Sigmoid", ()), "tanh": ("Tanh", ()), "elu": ("ELU", ()),
+        "selu": ("SELU", ()), "celu": ("CELU", ()), "rrelu": ("RReLU", ("0.25", "0.25")),
+        "hardtanh": ("Hardtanh", ()), "leaky_relu": ("LeakyReLU", ())}
+
     def activation_module(self, kind: str, inplace: bool | None) -> str:
-        cls = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh"}[kind]
+        cls, args = self.activation_modules[kind]
         dotted = f"nn.{cls}"
         self.resolve(dotted)
         if inplace is None:
-            return f"{dotted}()"
+            return f"{dotted}({', '.join(args)})"
         self.require_parameter(dotted, "inplace")
-        return f"{dotted}(inplace={inplace})"
+        return f"{dotted}({', '.join([*args, f'inplace={inplace}'])})"
 
     def mse_loss(self, a: str, b: str) -> str:
         self.resolve("F.mse_loss")
@@ -330,6 +347,10 @@ class Adapter:
 
     def backward(self, x: str, retain_graph: bool) -> str:
         return f"{x}.backward(retain_graph=True)" if retain_graph else f"{x}.backward()"
+
+    def backward_gradient(self, x: str, gradient: str, retain_graph: bool) -> str:
+        """``x.backward(gradient)``: the backward from *x* starting from the tensor *gradient*."""
+        return f"{x}.backward({gradient}, retain_graph=True)" if retain_graph else f"{x}.backward({gradient})"
 
     def no_grad(self) -> str:
         self.resolve(f"{self.root}.no_grad")

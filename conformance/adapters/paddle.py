@@ -21,6 +21,9 @@ class PaddleAdapter(Adapter):
     # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
     # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
     method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_"}
+    # Paddle's documented names for these functions (paddle.multiply(x, y, out=...)); paddle.mul and
+    # paddle.sub are the torch-style aliases of 3.x.
+    out_functions = {"mul": "multiply", "sub": "subtract"}
     reserved_names = ("paddle", "nn", "F")
     autograd_messages = (
         r"modified by an inplace operation",
@@ -48,12 +51,26 @@ class PaddleAdapter(Adapter):
         "expand": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/expand_en.html: "
                                 "\"Expand the input tensor to a given shape\"; no view is promised (torch documents "
                                 "\"Expanding a tensor does not allocate new memory\")"),
+        # tensor_split, hsplit, vsplit, dsplit and split(n) copy as split does (paddle 3.3); their pages
+        # promise no view (torch documents each part as "a view of input").
+        **{op: Copying(True, f"https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/{page}_en.html: "
+                             f"{says}; no view is promised (torch documents the parts as views of the input)")
+           for op, page, says in (
+               ("tensor_split", "tensor_split", "\"Split the input tensor into multiple sub-Tensors along axis, "
+                                                "allowing not being of equal size\""),
+               ("hsplit", "hsplit", "\"splits the input Tensor into multiple sub-Tensors along the horizontal axis\""),
+               ("vsplit", "vsplit", "\"splits the input Tensor into multiple sub-Tensors along the vertical axis\""),
+               ("dsplit", "dsplit", "\"splits the input Tensor into multiple sub-Tensors along the depth axis\""),
+               ("split_count", "split", "\"Split the input tensor into multiple sub-Tensors\""))},
         "from_numpy": Copying(False, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/"
                                      "from_numpy_en.html: \"The returned Tensor and the input ndarray share the same "
                                      "underlying memory\"; it copies (paddle 3.3)"),
         "numpy": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/Tensor_en.html: "
                                "\"Returns a numpy array shows the value of current Tensor\"; the conversion guide "
                                "for torch.Tensor.numpy drops torch's shared storage without a Paddle equivalent"),
+        "conj": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/conj_en.html: "
+                              "\"This function computes the conjugate of the Tensor elementwisely\"; no view is "
+                              "promised (torch documents conj() as \"a view with flipped conjugate bit\")"),
     }
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
@@ -180,6 +197,12 @@ class PaddleAdapter(Adapter):
     def spell_view(self, w: Any, step: Any) -> None:
         w.emit(f"{w.out(step)} = " + w.method(step.args[0], "view", lit(step.fields["shape"])))
 
+    def spell_split_count(self, w: Any, step: Any) -> None:
+        # paddle's users split into n equal parts with split(n, axis) (num_or_sections: an int is the count;
+        # torch's split(2) would be parts of size 2).
+        w.emit(f"{', '.join(step.out)}{',' if len(step.out) == 1 else ''} = "
+               + w.method(step.args[0], "split", str(step.fields["sections"]), str(step.fields["dim"])))
+
     def spell_copy_(self, w: Any, step: Any) -> None:
         # Paddle 2.x and 3.0 take copy_(src, blocking) with blocking required (one argument is rejected,
         # and the rejection's message reads stray memory); 3.x still accepts it: the form that works.
@@ -191,8 +214,49 @@ class PaddleAdapter(Adapter):
         index = self.tensor(lit(step.fields["rows"]), "int64", False)
         w.emit(self.method(step.args[0], "scatter_", index, step.args[1], "overwrite=True"))
 
+    # Complex parts (ops/complex.py): paddle's Tensor.real and Tensor.imag are methods, not properties (x.real is
+    # a bound method in paddle 3.3); its users call the functions paddle.real(x), paddle.imag(x) and paddle.as_real(x)
+    # (documented since 2.0), and paddle.conj(x).
+    def spell_real(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self._call('paddle.real', step.args[0])}")
+
+    def spell_imag(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self._call('paddle.imag', step.args[0])}")
+
+    def spell_view_as_real(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self._call('paddle.as_real', step.args[0])}")
+
+    def spell_conj(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self._call('paddle.conj', step.args[0])}")
+
+    def _call(self, dotted: str, x: str) -> str:
+        self.resolve(dotted)
+        return f"{dotted}({x})"
+
+    # Paddle's softmax takes axis= (F.softmax(x, axis=-1)), and has the in-place F.softmax_ (torch has none).
+    def spell_softmax(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self.activation_function('softmax')}({step.args[0]}, axis={step.fields['dim']})")
+
+    def spell_softmax_(self, w: Any, step: Any) -> None:
+        self.resolve("F.softmax_")
+        w.emit(w.bind(step) + f"F.softmax_({step.args[0]}, axis={step.fields['dim']})")
+
+    def spell_fill_diagonal_tensor_(self, w: Any, step: Any) -> None:
+        # Paddle's own in-place op (Tensor.fill_diagonal_tensor_), where torch's users copy into diagonal().
+        f = step.fields
+        w.emit(w.bind(step) + self.method(step.args[0], "fill_diagonal_tensor_", step.args[1],
+                                          f"offset={f['offset']}", f"dim1={f['dim1']}", f"dim2={f['dim2']}"))
+
     def spell_requires_grad_(self, w: Any, step: Any) -> None:
-        w.emit(f"{step.args[0]}.stop_gradient = False")
+        w.emit(f"{step.args[0]}.stop_gradient = {not step.fields.get('requires_grad', True)}")
+
+    def spell_retain_grad(self, w: Any, step: Any) -> None:
+        # Paddle's name for torch's retain_grad (paddle.Tensor.retain_grads, 2.5 and later).
+        w.emit(w.method(step.args[0], "retain_grads"))
+
+    def backward_gradient(self, x: str, gradient: str, retain_graph: bool) -> str:
+        # paddle.Tensor.backward(grad_tensor=None, retain_graph=False): its users name the gradient grad_tensor.
+        return f"{x}.backward(grad_tensor={gradient}" + (", retain_graph=True)" if retain_graph else ")")
 
     def inplace_activation(self, name: str, x: str) -> str:
         if not hasattr(self.fw.nn.functional, f"{name}_"):  # e.g. sigmoid_: only a Tensor method

@@ -179,7 +179,8 @@ class TorchAdapter(Adapter):
         return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
 
     def read_expression(self, x: str) -> str:
-        return f"{x}.detach().cpu().numpy()"
+        # as read_values: numpy() refuses a tensor with the conjugate or negative bit (x.conj(), x.conj().imag)
+        return f"{x}.detach().cpu().resolve_conj().resolve_neg().numpy()"
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         return tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.element_size()

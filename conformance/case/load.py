@@ -291,6 +291,8 @@ class _Checker:
         bound = scope.get(value)
         if bound is None:
             raise self.fail(where, f"name {value!r} is not defined by an earlier step")
+        if kind == "operand" and bound == "counter":  # a loop counter: the Python int of the iteration
+            return value
         accepted = {
             "tensor": {"tensor"},
             "operand": {"tensor"},
@@ -380,6 +382,8 @@ class _Checker:
             raise self.fail(at, f"op {spec.name!r} binds one name, got {value!r}")
         for name in names:
             self.new_name(name, at)
+            if scope.get(name) == "counter":
+                raise self.fail(at, f"{name!r} is a loop counter here; bind another name")
         binds = spec.binds
         if binds == "same":
             binds = scope[args[0]]

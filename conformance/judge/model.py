@@ -103,6 +103,12 @@ class Tensor:
         #: the history the views taken before a ``detach_`` of this tensor keep following (torch's
         #: test_detach_base: "detaching base does not detach view"), until a tracked write gives it another
         self.history_for_views: Node | None = None
+        #: +1/-1 per element: how each is read from storage and written to it (-1: torch's neg bit, the
+        #: imaginary part of a ``conj()`` view); None: as storage holds it.  Views and aliases keep it.
+        self.signs: np.ndarray | None = None
+        #: a complex tensor of shape S, held as float64 pairs of shape S+(2,) (``view_as_real``'s layout):
+        #: its dtype (``complex64``); only ops marked ``takes_complex`` act on one (docs/reference.md)
+        self.complex_dtype: str | None = None
 
     @classmethod
     def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor") -> "Tensor":
@@ -129,9 +135,11 @@ class Tensor:
         if self.start is not None:
             size = self._positions.size
             self.storage.check_determined(slice(self.start, self.start + size))
-            return self.storage.data[self.start:self.start + size].reshape(self._positions.shape).copy()
-        self.storage.check_determined(self.positions)
-        return self.storage.data[self.positions]
+            value = self.storage.data[self.start:self.start + size].reshape(self._positions.shape).copy()
+        else:
+            self.storage.check_determined(self.positions)
+            value = self.storage.data[self.positions]
+        return value if self.signs is None else value * self.signs
 
     @property
     def node(self) -> Node:
@@ -158,16 +166,22 @@ class Tensor:
 
     def alias(self, kind: str = "tensor") -> "Tensor":
         """An untracked alias: same storage and positions, a history of its own (``detach()``)."""
-        return Tensor(self.storage, self.positions, kind=kind, start=self.start)
+        alias = Tensor(self.storage, self.positions, kind=kind, start=self.start)
+        alias.signs = self.signs
+        return alias
 
     def view(self, take: Callable[[np.ndarray], np.ndarray]) -> "Tensor":
         """A tracked view: *take* maps an array of this tensor's shape to the view's elements."""
         rel_here = np.asarray(take(np.arange(self.positions.size).reshape(self.shape)))
         positions = self.positions.reshape(-1)[rel_here]
         if self.base is None:
-            return Tensor(self.storage, positions, kind=self.kind, base=self, rel=rel_here)
-        return Tensor(self.storage, positions, kind=self.kind, base=self.base,
-                      rel=self.relation().reshape(-1)[rel_here])
+            view = Tensor(self.storage, positions, kind=self.kind, base=self, rel=rel_here)
+        else:
+            view = Tensor(self.storage, positions, kind=self.kind, base=self.base,
+                          rel=self.relation().reshape(-1)[rel_here])
+        if self.signs is not None:
+            view.signs = self.signs.reshape(-1)[rel_here]
+        return view
 
     def relation(self) -> np.ndarray:
         """The view's elements as flat indices into its base as the base lies now: a base that rearranged
@@ -300,6 +314,16 @@ def _copy_slices(base: Node, base_shape: tuple[int, ...], rel: np.ndarray, new: 
     return Node(base_shape, ((base, to_base), (new, to_new)))
 
 
+def _refuse_complex(env: Mapping[str, Any], step: Step) -> None:
+    """A complex tensor is modelled only for the ops that say so (``Op.takes_complex``): any other op
+    would act on its float pairs as if they were real elements."""
+    for arg in step.args:
+        value = env.get(arg) if isinstance(arg, str) else None
+        if isinstance(value, Tensor) and value.complex_dtype is not None:
+            raise ValueError(f"{step.op} of the complex tensor {arg!r} is not modelled (the reference models "
+                             f"complex tensors for their views only: docs/reference.md, Complex tensors)")
+
+
 Operand = "Tensor | float | int"
 
 
@@ -351,6 +375,8 @@ class Machine:
         self.loop: tuple[int, ...] = ()
         self.grad_enabled = True
         self.observations: dict[str, np.ndarray | None] = {}
+        #: non-leaf tensors whose ``.grad`` a backward fills (``retain_grad()``, paddle ``retain_grads()``)
+        self.retaining: list[Tensor] = []
 
     # -- running steps ---------------------------------------------------------------
 
@@ -363,7 +389,10 @@ class Machine:
                 if step.op == "observe":
                     self.observation_kinds[step.kind].reference(self, step)
                 else:
-                    self.ops[step.op].reference(self, step)
+                    op = self.ops[step.op]
+                    if not getattr(op, "takes_complex", False):
+                        _refuse_complex(self.env, step)
+                    op.reference(self, step)
                     if step.op in self.copies:
                         self._as_copies(step)
             except (ReferenceFailure, ReferenceLimit, MemoryError):
@@ -386,6 +415,7 @@ class Machine:
                 self.env[name] = Tensor.fresh(value.value, kind="array")
             else:
                 self.env[name] = self.new(lambda x: (x.copy(), [lambda g: g]), value)
+                self.env[name].complex_dtype = value.complex_dtype  # a complex copy (paddle's conj) stays complex
 
     # -- names -----------------------------------------------------------------------
 
@@ -411,6 +441,8 @@ class Machine:
     # -- computing ---------------------------------------------------------------------
 
     def operand_value(self, arg: Any) -> np.ndarray:
+        if isinstance(arg, str) and arg in self.counters:  # a loop counter: the Python int of this iteration
+            return np.asarray(self.counters[arg], dtype=self.working)
         return self.tensor(arg).value.astype(self.working) if isinstance(arg, str) else np.asarray(
             arg, dtype=self.working)
 
@@ -428,6 +460,8 @@ class Machine:
             return value, Node(value.shape)
         parents = []
         for arg, vjp in zip(args, vjps):
+            if isinstance(arg, str) and arg in self.counters:
+                continue  # a number: no history
             tensor = self.tensor(arg) if isinstance(arg, str) else arg
             if isinstance(tensor, Tensor):
                 shape = tensor.shape
@@ -443,6 +477,8 @@ class Machine:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
         values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
+        if tensor.signs is not None:  # stored as the view reads it back (a neg bit stores the negation)
+            values = values * tensor.signs.reshape(-1)
         if tensor.start is not None:  # in order, one after another: every element lands
             data[tensor.start:tensor.start + values.size] = values
             tensor.storage.determined(slice(tensor.start, tensor.start + values.size))
@@ -476,12 +512,20 @@ class Machine:
         value, node = self.compute(fn, tensor, *others)
         self.write(tensor, value, node)
 
-    def backward(self, root: Tensor) -> None:
+    def backward(self, root: Tensor, gradient: Tensor | None = None) -> None:
+        """Accumulate into leaves' (and retaining tensors') ``.grad``; *gradient*: ``backward(gradient)``, the
+        vector the vector-Jacobian products start from (of the root's shape), else 1 for a one-element root."""
         node = root.node
-        if root.value.size != 1:
+        if gradient is None and root.value.size != 1:
             raise ReferenceFailure(None, "backward of a non-scalar tensor needs a gradient argument")
+        if gradient is not None and gradient.shape != root.shape:
+            raise ValueError(f"backward's gradient has shape {list(gradient.shape)}, the tensor "
+                             f"{list(root.shape)}: the frameworks refuse it")
         if not node.requires_grad:
             raise ReferenceFailure(None, "backward of a tensor that does not require grad")
+        retained: dict[int, list[Tensor]] = {}
+        for tensor in self.retaining:  # the tensor's history as it is now (a later in-place write moves it on)
+            retained.setdefault(tensor.node.id, []).append(tensor)
         order: dict[int, Node] = {}
         stack = [node]
         while stack:
@@ -490,7 +534,9 @@ class Machine:
                 continue
             order[current.id] = current
             stack.extend(parent for parent, _ in current.parents)
-        grads: dict[int, np.ndarray] = {node.id: np.ones(node.shape, dtype=self.working)}
+        start = (np.ones(node.shape, dtype=self.working) if gradient is None
+                 else gradient.value.astype(self.working).reshape(node.shape))
+        grads: dict[int, np.ndarray] = {node.id: start}
         for node_id in sorted(order, reverse=True):  # children are created after their parents
             current = order[node_id]
             grad = grads.pop(node_id, None)
@@ -503,6 +549,10 @@ class Machine:
                     leaf.grad = grad.copy()
                 else:  # in place: a gradient held in a name (held_grad) sees the sum
                     leaf.grad[...] = self.round(leaf.grad.astype(self.working) + grad.astype(self.working))
+            for tensor in retained.get(node_id, ()):
+                held = np.asarray(grad, dtype=np.float64).reshape(tensor.shape)
+                tensor.grad = held.copy() if tensor.grad is None else self.round(
+                    tensor.grad.astype(self.working) + held.astype(self.working))
             for parent, vjp in current.parents:
                 contribution = self.round(np.asarray(vjp(grad), dtype=self.working)).reshape(parent.shape)
                 grads[parent.id] = (self.round(grads[parent.id] + contribution) if parent.id in grads

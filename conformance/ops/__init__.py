@@ -9,7 +9,11 @@ adding an op is adding an entry to its family.
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import OBSERVATIONS, OPS, register, register_observation
 from conformance.ops import (control, conversions, elementwise, layout, modules, observations,  # noqa: F401
-                             tensors, views, writes)  # (fill the table)
+                             shape_views, tensors, views, writes)  # (fill the table)
+from conformance.ops import compiled_blocks  # noqa: F401  (a function the case compiles itself)
+from conformance.ops import inplace_table  # noqa: F401  (in-place ops of paddle's test_inplace.py, out=)
+from conformance.ops import complex  # noqa: F401  (complex tensors and their views)
+from conformance.ops import autograd_state, masks  # noqa: F401  (retain_grad; bool masks and indexing with them)
 from conformance.ops.modules import MODULE_KINDS
 from conformance.ops._op import Observation
 

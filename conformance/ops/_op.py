@@ -75,6 +75,8 @@ class Op:
     #: a Python assignment to the first argument's name (``a += b``), not only a write into it
     rebinds: bool = False
     check: Check | None = None
+    #: acts on complex tensors (``conformance/ops/complex.py``); the reference refuses any other op on one
+    takes_complex: bool = False
     #: Functions given per op instance (families build many ops from one pair).
     run_reference: Callable[["Machine", "Step"], None] | None = None
     run_spell: Callable[["Writer", "Step"], None] | None = None

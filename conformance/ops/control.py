@@ -16,6 +16,7 @@ def _repeat_reference(m, s) -> None:
         m.loop = outer + (i,)
         m.run(s.steps)
     m.loop = outer
+    m.counters.pop(s.fields.get("var"), None)  # out of the loop the name is no counter (a later tensor may take it)
 
 
 def _repeat_spell(w, s) -> None:
@@ -49,15 +50,29 @@ def _measure_spell(w, s) -> None:
 def _backward_fuzz(d):
     """The reference (like torch) takes backward only of a one-element tensor that requires grad."""
     loss = d.pick("tensor", where=lambda f: f.size == 1 and f.requires_grad)
-    return None if loss is None else {"args": [loss]}
+    return None if loss is None else {"args": [loss], "gradient": None}  # from 1, as a user's loss.backward()
+
+
+def _backward_reference(m, s) -> None:
+    gradient = s.fields.get("gradient")
+    m.backward(m.tensor(s.args[0]), None if gradient is None else m.tensor(gradient))
+
+
+def _backward_spell(w, s) -> None:
+    gradient = s.fields.get("gradient")
+    if gradient is None:
+        w.emit(w.a.backward(s.args[0], s.fields["retain_graph"]))
+    else:
+        w.emit(w.a.backward_gradient(s.args[0], gradient, s.fields["retain_graph"]))
 
 
 register(Op(
-    "backward", "t.backward(), optionally retaining the graph.", args=("tensor",), out="none", phase="backward",
+    "backward", "t.backward(), optionally retaining the graph; with gradient, t.backward(g) (the vector "
+    "the backward starts from, of t's shape).", args=("tensor",), out="none", phase="backward",
     stage="outside",
-    fields={"retain_graph": Field("bool", default=False)},
-    run_reference=lambda m, s: m.backward(m.tensor(s.args[0])),
-    run_spell=lambda w, s: w.emit(w.a.backward(s.args[0], s.fields["retain_graph"])),
+    fields={"retain_graph": Field("bool", default=False),
+            "gradient": Field("name", doc="a tensor of the root's shape: backward(gradient)")},
+    run_reference=_backward_reference, run_spell=_backward_spell,
     fuzz=_backward_fuzz,
 ))
 register(Op(

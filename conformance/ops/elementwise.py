@@ -26,6 +26,11 @@ class Unary:
     derivative: Callable[[Array, Array], Array]
     #: lives in the framework's functional namespace (``F.relu``) rather than at its root
     activation: bool = False
+    #: where the function is differentiable on part of the real line only: a map of any real input into
+    #: that part (the finite-difference test in tests/test_reference.py samples through it)
+    domain: Callable[[Array], Array] | None = None
+    #: why the fuzzer never draws it (Op.fuzz), or None
+    fuzz: str | None = None
 
     def __call__(self, x: Array):
         y = self.forward(x)
@@ -36,6 +41,44 @@ def _sigmoid(x: Array) -> Array:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+_POSITIVE = (lambda x: np.abs(x) + 0.25)
+_OFF_STEPS = (lambda x: np.floor(x) + 0.3)  # neither an integer nor a half: off the steps of floor, ceil, round
+_NO_DOMAIN = ("defined on part of the real line only, and the fuzzer's values are not kept within it: its "
+              "NaNs and infinities would be judged, not the in-place semantics")
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805  # both frameworks' constants
+
+#: The in-place ops of paddle's test_inplace.py and their torch counterparts (issue: in-place ops beyond
+#: sin/exp), and the activations torch's nn modules take ``inplace=True`` for.  floor, ceil and round are
+#: flat almost everywhere: derivative 0, as both frameworks' backward gives.
+UNARY_MORE = (
+    Unary("asin", np.arcsin, lambda x, y: 1.0 / np.sqrt(1.0 - x * x), domain=lambda x: 0.9 * np.tanh(x),
+          fuzz=_NO_DOMAIN),
+    Unary("sinh", np.sinh, lambda x, y: np.cosh(x)),
+    Unary("log", np.log, lambda x, y: 1.0 / x, domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("log2", np.log2, lambda x, y: 1.0 / (x * np.log(2.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("log10", np.log10, lambda x, y: 1.0 / (x * np.log(10.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("log1p", np.log1p, lambda x, y: 1.0 / (1.0 + x), domain=lambda x: np.abs(x) - 0.5, fuzz=_NO_DOMAIN),
+    Unary("neg", np.negative, lambda x, y: -np.ones_like(x)),
+    Unary("reciprocal", lambda x: 1.0 / x, lambda x, y: -y * y),
+    Unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("rsqrt", lambda x: 1.0 / np.sqrt(x), lambda x, y: -0.5 * y * y * y, domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("floor", np.floor, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),
+    Unary("ceil", np.ceil, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),
+    Unary("round", np.round, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),  # halves to even, as both do
+    Unary("elu", lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True),
+    Unary("selu", lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
+          lambda x, y: _SELU_SCALE * np.where(x > 0, 1.0, _SELU_ALPHA * np.exp(np.minimum(x, 0.0))),
+          activation=True),
+    Unary("celu", lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),  # alpha 1: elu's values
+          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True),
+    Unary("hardtanh", lambda x: np.clip(x, -1.0, 1.0), lambda x, y: ((x > -1.0) & (x < 1.0)).astype(np.float64),
+          activation=True),
+    Unary("leaky_relu", lambda x: np.where(x > 0, x, 0.01 * x), lambda x, y: np.where(x > 0, 1.0, 0.01),
+          activation=True),
+)
+
+
 UNARY: dict[str, Unary] = {u.name: u for u in (
     Unary("sin", np.sin, lambda x, y: np.cos(x)),
     Unary("cos", np.cos, lambda x, y: -np.sin(x)),
@@ -44,6 +87,7 @@ UNARY: dict[str, Unary] = {u.name: u for u in (
     Unary("abs", np.abs, lambda x, y: np.sign(x)),
     Unary("sigmoid", _sigmoid, lambda x, y: y * (1.0 - y), activation=True),
     Unary("relu", lambda x: np.maximum(x, 0.0), lambda x, y: (x > 0).astype(np.float64), activation=True),
+    *UNARY_MORE,
 )}
 
 
@@ -53,7 +97,7 @@ def _out_of_place(fn: Unary) -> Op:
         w.emit(f"{w.out(s)} = {call}({s.args[0]})")
 
     return Op(fn.name, f"out = {fn.name}(t), out of place.", args=("tensor",),
-              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])), run_spell=spell)
+              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])), run_spell=spell, fuzz=fn.fuzz)
 
 
 def _in_place(fn: Unary) -> Op:
@@ -69,7 +113,7 @@ def _in_place(fn: Unary) -> Op:
 
     spelling = "functional" if fn.activation else "method"
     return Op(fn.name + "_", f"{fn.name}_ in place ({spelling} spelling).", args=("tensor",),
-              out="optional", run_reference=reference, run_spell=spell)
+              out="optional", run_reference=reference, run_spell=spell, fuzz=fn.fuzz)
 
 
 for _fn in UNARY.values():

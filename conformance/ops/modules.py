@@ -17,7 +17,7 @@ import numpy as np
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
-from conformance.ops.elementwise import UNARY
+from conformance.ops.elementwise import UNARY, Unary
 
 _VALUE = Field("numbers", required=True)
 
@@ -60,8 +60,16 @@ def _rnn_forward(m, module, inputs) -> list:
     return [output, h_n]
 
 
+#: The activation modules: element-wise functions of the table, and RReLU, whose programs pass lower ==
+#: upper == 0.25 (``Adapter.activation_modules``): a leaky ReLU of slope 0.25 in training and eval mode alike.
+ACTIVATIONS: dict[str, Unary] = {
+    **{name: UNARY[name] for name in ("relu", "sigmoid", "tanh", "elu", "selu", "celu", "hardtanh", "leaky_relu")},
+    "rrelu": Unary("rrelu", lambda x: np.where(x > 0, x, 0.25 * x), lambda x, y: np.where(x > 0, 1.0, 0.25)),
+}
+
+
 def _activation_forward(m, module, inputs) -> list:
-    fn = UNARY[module.options["kind"]]
+    fn = ACTIVATIONS[module.options["kind"]]
     if module.options.get("inplace"):
         m.inplace(inputs[0], fn)
         return [inputs[0]]
@@ -186,7 +194,7 @@ register(Op(
 register(Op(
     "activation", "An activation module, with the in-place flag where asked.", binds="activation",
     stage="setup",
-    fields={"kind": Field("choice", required=True, choices=("relu", "sigmoid", "tanh")),
+    fields={"kind": Field("choice", required=True, choices=tuple(ACTIVATIONS)),
             "inplace": Field("bool")},
     run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.a.activation_module(s.fields["kind"], s.fields["inplace"])),

@@ -52,6 +52,32 @@ register_observation(Observation(
 register_observation(Observation(
     "same_object", "whether two names are the very same Python object (`a is b`)", "bool",
     lambda w, t: f"({t[0]} is {t[1]})", targets=2, arrays=True))
+
+
+def _base_of(w, x: str) -> str:
+    """``x._base``, where the framework that runs the program has it (torch: the tensor a view was taken
+    of, None for a tensor that is no view); paddle's Tensor has no ``_base``: Unsupported, by inspection."""
+    w.reader.require_attribute("_base")
+    return f"{x}._base"
+
+
+register_observation(Observation(
+    "base_is", "whether a view's base (`v._base`) is the very tensor named second (`v._base is x`)", "bool",
+    lambda w, t: f"({_base_of(w, t[0])} is {t[1]})", targets=2))
+def _grad_fn_is_none_reference(m, s) -> None:
+    tensor = m.target(s.of[0])  # no history: it requires no grad, or it is a leaf
+    m.record(s, np.array(not tensor.requires_grad or tensor.is_leaf))
+
+
+def _grad_fn_is_none(w, t: list[str]) -> str:
+    w.reader.require_attribute("grad_fn")
+    return f"({t[0]}.grad_fn is None)"
+
+
+register_observation(Observation(
+    "grad_fn_is_none", "whether t.grad_fn is None: torch documents None for a leaf and for a tensor made "
+    "without recording (under no_grad), a node for a result of a recorded op", "bool", _grad_fn_is_none,
+    judged=True, run_reference=_grad_fn_is_none_reference))
 register_observation(Observation(
     "is_contiguous", "whether the tensor's elements lie in memory in order without gaps (t.is_contiguous())",
     "bool", lambda w, t: f"{t[0]}.is_contiguous()"))

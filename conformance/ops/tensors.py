@@ -141,21 +141,33 @@ register(Op(
 
 
 def _requires_grad_reference(m, step) -> None:
+    """A tensor with a history (not a leaf) requires grad already: True leaves it as it is.  False on it
+    takes it out of the graph on the same storage, as paddle's ``stop_gradient = True`` does (torch refuses
+    it: "you can only change requires_grad flags of leaf variables", a ``raises``).  A leaf, a view of a
+    tensor that requires no grad included (torch makes the view itself a leaf), takes the flag."""
     from conformance.judge.model import Node
 
     tensor = m.tensor(step.args[0])
-    if tensor.base is not None:
-        raise ValueError("requires_grad_ on a view is not modelled")
-    if not tensor.node.requires_grad:  # on a tensor that already requires grad: nothing to do
-        tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True)
+    wanted = step.fields.get("requires_grad", True)
+    if tensor.requires_grad == wanted:  # a leaf that requires grad, or a tensor with a history: True changes nothing
+        return
+    tensor.base = None  # a view: a tensor of its own on the same storage from now on (its own history)
+    tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True) if wanted else Node(tensor.shape)
+
+
+def _requires_grad_spell(w, s) -> None:
+    wanted = s.fields.get("requires_grad", True)
+    w.emit(w.method(s.args[0], "requires_grad_", *([] if wanted else ["False"])))
 
 
 register(Op(
-    "requires_grad_", "Make t require grad in place (torch requires_grad_(), paddle stop_gradient = False).",
+    "requires_grad_", "Make t require grad in place (torch requires_grad_(), paddle stop_gradient = False); "
+    "with requires_grad: false, stop requiring it (requires_grad_(False), stop_gradient = True).",
     args=("tensor",), out="none", stage="setup",
-    run_reference=_requires_grad_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "requires_grad_")),
-    fuzz=lambda d: (lambda t: None if t is None else {"args": [t]})(d.pick("tensor", where=lambda f: not f.view)),
+    fields={"requires_grad": Field("bool", default=True, doc="the flag to set")},
+    run_reference=_requires_grad_reference, run_spell=_requires_grad_spell,
+    fuzz=lambda d: (lambda t: None if t is None else {"args": [t], "requires_grad": True})(
+        d.pick("tensor", where=lambda f: not f.view)),
 ))
 
 

@@ -46,4 +46,5 @@ def translate(case: Case, adapter: Adapter, device: str, *, harness: bool, mode:
                        writer.current, harness=in_body(writer, writer.harness_lines),
                        labels=in_body(writer, writer.label_lines))
     return Program(tuple(head), tuple(writer.helpers), tuple(writer.functions + writer.lines),
-                   harness=in_body(writer, writer.harness_lines), labels=in_body(writer, writer.label_lines))
+                   harness=in_body(writer, writer.harness_lines), labels=in_body(writer, writer.label_lines),
+                   compiles=tuple(dict.fromkeys(writer.compiles)))

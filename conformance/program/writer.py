@@ -54,6 +54,9 @@ class Program:
     harness: frozenset[int] = frozenset()
     #: Indices into *body* of a reproducer's notes on its steps (``# step 3: mul (line 17)``).
     labels: frozenset[int] = frozenset()
+    #: The modes whose compiler the program calls besides its own mode's (a case's ``compiled_function``
+    #: in eager code): a worker checks each compiles at all before it runs the program.
+    compiles: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -105,9 +108,11 @@ class Writer:
         self.lines: list[str] = []
         self.helpers: list[str] = []
         self.functions: list[str] = []  # the compiled forward functions, defined before use
+        self.compiles: list[str] = []  # the modes whose compiler the program calls (a case's own compiled function)
         self.in_function = False
         self.depth = 0
         self.counters: tuple[str, ...] = ()
+        self.loop_vars: tuple[str, ...] = ()  # the cases' names of the counters of the loops open here
         self.modules: dict[str, str] = {}  # module kind of names bound to modules
         self.current: int | None = None
 
@@ -136,13 +141,14 @@ class Writer:
         counter = f"_r{len(self.counters) + 1}" if self.harness or not var else var
         self.emit(f"for {counter} in range({times}):")
         self.counters += (counter,)
+        self.loop_vars += (var or "",)
         with self.indented():
             if self.harness and var:
                 self.emit(f"{var} = {counter}")
             try:
                 yield
             finally:
-                self.counters = self.counters[:-1]
+                self.counters, self.loop_vars = self.counters[:-1], self.loop_vars[:-1]
 
     def steps(self, steps: Sequence[Step]) -> None:
         if self.mode == EAGER or self.in_function:
@@ -197,24 +203,36 @@ class Writer:
         if not region:
             return
         reads, binds = _names(region, self.registry.ops)
-        name = f"_forward_{region[0].number}"
-        outer_lines, outer_depth = self.lines, self.depth
+        steps = ", ".join(str(s.number) for s in region)
+        self.function(f"_forward_{region[0].number}", reads, binds, region,
+                      self.a.compile_function(f"_forward_{region[0].number}", self.mode),
+                      f"steps {steps}, compiled by the mode {self.mode!r}", region[0])
+
+    def function(self, name: str, params: Sequence[str], returns: Sequence[str], steps: Sequence[Step],
+                 compiler: str, note: str, caller: Step, labelled: bool = False) -> None:
+        """*steps* as a function ``name(params)`` that returns *returns*, defined before the program and
+        wrapped by *compiler* (``torch.compile(name)``); then, as *caller*, the call that rebinds *returns*
+        (*labelled*: a reproducer has labelled *caller* already)."""
+        outer_lines, outer_depth, outer_inside = self.lines, self.depth, self.in_function
         self.lines, self.depth, self.in_function = [], 1, True
         try:
-            for step in region:
+            for step in steps:
                 self.step(step)
-            if binds:
-                self.emit(f"return {', '.join(binds)}" + ("," if len(binds) == 1 else ""))
+            if returns:
+                self.emit(f"return {', '.join(returns)}" + ("," if len(returns) == 1 else ""))
+            elif all(line.lstrip().startswith("#") for line in self.lines):
+                self.emit("pass")
         finally:
-            body, self.lines, self.depth, self.in_function = self.lines, outer_lines, outer_depth, False
-        steps = ", ".join(str(s.number) for s in region)
-        self.functions += [comment(f"steps {steps}, compiled by the mode {self.mode!r}"),
-                           f"def {name}({', '.join(reads)}):", *body,
-                           f"{name} = {self.a.compile_function(name, self.mode)}", ""]
-        self.current = region[0].number
-        self.mark(region[0], phase="compiled")
-        call = f"{name}({', '.join(reads)})"
-        self.emit(f"{', '.join(binds)}{',' if len(binds) == 1 else ''} = {call}" if binds else call)
+            body, self.lines, self.depth, self.in_function = self.lines, outer_lines, outer_depth, outer_inside
+        self.functions += [comment(note), f"def {name}({', '.join(params)}):", *body, f"{name} = {compiler}", ""]
+        self.current = caller.number
+        if self.in_function:  # a function called from a compiled function: the outer call is the marked one
+            if not labelled:
+                self.label(f"step {caller.number}: {caller.op} (line {caller.line})")
+        elif self.harness or not labelled:
+            self.mark(caller, phase="compiled")
+        call = f"{name}({', '.join(params)})"
+        self.emit(f"{', '.join(returns)}{',' if len(returns) == 1 else ''} = {call}" if returns else call)
 
     # -- pieces of a statement -------------------------------------------------------
 
@@ -237,9 +255,9 @@ class Writer:
         """An argument of a tensor method: a number is spelled as that framework's users make
         the call work, unless the case asks for the plain Python number (``python_scalar``)."""
         value = step.args[i]
-        if isinstance(value, str) or step.fields.get("python_scalar"):
+        if (isinstance(value, str) and value not in self.loop_vars) or step.fields.get("python_scalar"):
             return self.arg(step, i)
-        return self.a.scalar_operand(literal(value), like)
+        return self.a.scalar_operand(value if isinstance(value, str) else literal(value), like)
 
     def method(self, x: str, name: str, *args: str) -> str:
         return self.a.method(x, name, *args)

@@ -135,6 +135,8 @@ class _Run:
                                    f"most {MAX_OBSERVED_ELEMENTS} per observation")
             if transposed:
                 array = array.T
+            if np.iscomplexobj(array):  # as its (real, imag) pairs, the layout the reference holds (ops/complex.py)
+                array = np.stack((array.real, array.imag), axis=-1)
             return {"value": pack(array), "dtype": str(array.dtype), "shape": list(array.shape)}
         if reads == "overlap":
             spans = [self.span(obj), self.addresses[since]] if since else [self.span(item) for item in obj]
@@ -222,11 +224,13 @@ def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None
             "phase": "conversion"}, "observations": [], "warnings": []}
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
-    broken = adapter.compile_problem(mode, device) if mode != "eager" else None
+    compilers = dict.fromkeys(([mode] if mode != "eager" else []) + list(program.compiles))
+    broken = next(filter(None, (adapter.compile_problem(m, device) for m in compilers)), None)
     if broken is not None:  # a compiler that cannot compile the simplest program runs no case
         return {"status": "error", "message": broken, "environment": broken}
     run = _Run(adapter)
-    adapter.before_case(mode)
+    for compiled_by in compilers or [mode]:  # the caches of every compiler the program calls
+        adapter.before_case(compiled_by)
     filename = run.main_file = _source_file(case.id, program.source)
     # The program runs as a user's script does: as __main__, from its file.
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": filename, "__builtins__": __builtins__,

@@ -1,0 +1,297 @@
+"""In-place ops with parameters or a second operand, from paddle's ``test_inplace.py`` and their torch
+counterparts: ``softmax_``, ``pow_`` with a scalar, ``copysign_``, ``triu_``/``tril_``, ``masked_scatter_``,
+``fill_diagonal_tensor_``, paddle's ``_inplace_assign``; and ``out=`` beyond add (``mul_out``, ``sub_out``,
+``matmul_out``).
+
+Each is tracked as its framework documents it: the values written in place, the gradient of the values
+each op read when it ran (``docs/reference.md``).  Where a framework has no such API its adapter finds it
+missing (``Unsupported``): torch has no ``softmax_`` and no ``_inplace_assign``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from conformance.ops._op import Field, Op
+from conformance.ops._registry import register
+from conformance.ops.elementwise import BINARY, _matmul_fuzz
+from conformance.ops.views import _axis, _integer_dim
+from conformance.ops.writes import _check_mask, _mask
+
+Array = np.ndarray
+
+
+def _in_place(fn_of_step: Callable) -> Callable:
+    """The reference of ``t.op_(...)``: t = fn(t, *other args) written into t, and t bound as the result."""
+    def reference(m, s) -> None:
+        tensor = m.tensor(s.args[0])
+        m.inplace(tensor, fn_of_step(s), *s.args[1:])
+        m.bind(s, tensor)
+    return reference
+
+
+# -- softmax: not element-wise (a dim) ----------------------------------------------------------------
+
+
+def softmax(axis: int) -> Callable:
+    def fn(x: Array):
+        shifted = np.exp(x - x.max(axis=axis, keepdims=True))
+        y = shifted / shifted.sum(axis=axis, keepdims=True)
+        return y, [lambda g: y * (g - (g * y).sum(axis=axis, keepdims=True))]
+    return fn
+
+
+def _softmax_of(m, s) -> Callable:
+    return softmax(_axis(int(s.fields["dim"]), len(m.tensor(s.args[0]).shape)))
+
+
+def _softmax_fuzz(d):
+    x = d.pick("tensor", where=lambda f: len(f.shape) > 0)
+    return None if x is None else {"args": [x], "dim": d.dim(len(d.shape(x)))}
+
+
+_SOFTMAX_DIM = Field("number", default=-1, doc="the dimension softmax normalizes over (torch dim=, paddle axis=)")
+
+register(Op(
+    "softmax", "out = F.softmax(t, dim): out of place.", args=("tensor",), fields={"dim": _SOFTMAX_DIM},
+    check=_integer_dim, fuzz=_softmax_fuzz,
+    run_reference=lambda m, s: m.bind(s, m.new(_softmax_of(m, s), s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.activation_function('softmax')}({s.args[0]}, "
+                                  f"dim={s.fields['dim']})"),
+))
+
+
+def _softmax_inplace_spell(w, s) -> None:
+    w.a.resolve("F.softmax_")  # torch has none: Unsupported
+    w.emit(w.bind(s) + f"F.softmax_({s.args[0]}, dim={s.fields['dim']})")
+
+
+register(Op(
+    "softmax_", "F.softmax_(t, dim): softmax in place (paddle's; torch has no in-place softmax).",
+    args=("tensor",), out="optional", fields={"dim": _SOFTMAX_DIM}, check=_integer_dim, fuzz=_softmax_fuzz,
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_softmax_of(m, s)),
+    run_spell=_softmax_inplace_spell,
+))
+
+
+# -- pow_ with a scalar exponent ----------------------------------------------------------------------
+
+
+def power(exponent: float) -> Callable:
+    def fn(x: Array):
+        return np.power(x, exponent), [lambda g: g * exponent * np.power(x, exponent - 1)]
+    return fn
+
+
+register(Op(
+    "pow_", "t.pow_(exponent): t ** exponent in place, the exponent a Python number.", args=("tensor",),
+    out="optional", fields={"exponent": Field("number", required=True)},
+    run_reference=_in_place(lambda s: power(float(s.fields["exponent"]))),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "pow_", w.literal(s.fields["exponent"]))),
+    # integral exponents: a fractional power of a negative value is NaN
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "exponent": d.choice((2.0, 3.0))})(
+        d.pick("tensor")),
+))
+
+
+# -- copysign_ ------------------------------------------------------------------------------------------
+
+
+def copysign(x: Array, y: Array):
+    """|x| with y's sign; d/dx is result / x (0 where x is 0, as torch's backward masks it), nothing to y."""
+    value = np.copysign(x, y)
+    ratio = np.where(x != 0, value / np.where(x != 0, x, 1.0), 0.0)
+    return value, [lambda g: g * ratio, lambda g: np.zeros(np.broadcast_shapes(x.shape, y.shape))]
+
+
+register(Op(
+    "copysign_", "t.copysign_(other): |t| with other's signs, in place.", args=("tensor", "tensor"),
+    out="optional", run_reference=_in_place(lambda s: copysign),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "copysign_", s.args[1])),
+    fuzz=lambda d: (lambda x: None if x is None else (lambda y: None if y is None else {"args": [x, y]})(
+        d.tensor(d.shape(x))))(d.pick("tensor")),
+))
+
+
+# -- triu_ / tril_ -----------------------------------------------------------------------------------
+
+
+def triangle(keep: Callable[[Array, int], Array], diagonal: int) -> Callable:
+    def fn(x: Array):
+        return keep(x, diagonal), [lambda g: keep(g, diagonal)]
+    return fn
+
+
+def _integers(*names: str) -> Callable:
+    """A check that the number fields *names* hold integers (a diagonal, a dimension)."""
+    def check(data, scope, fail) -> None:
+        for name in names:
+            value = data.get(name, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise fail(f"{name} must be an integer, not {value!r}")
+    return check
+
+
+_matrix_check = _integers("diagonal")
+
+
+for _name, _keep in (("triu_", np.triu), ("tril_", np.tril)):
+    register(Op(
+        _name, f"t.{_name}(diagonal): the elements {'on and above' if _name == 'triu_' else 'on and below'} "
+        "the diagonal kept, the others zeroed, in place (a matrix or a batch of them).", args=("tensor",),
+        out="optional", fields={"diagonal": Field("number", default=0, doc="an integer: 0 the main diagonal")},
+        check=_matrix_check,
+        run_reference=(lambda keep: _in_place(lambda s: triangle(keep, int(s.fields["diagonal"]))))(_keep),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, str(s.fields["diagonal"]))))(
+            _name),
+        fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "diagonal": d.integer(-1, 1)})(
+            d.pick("tensor", where=lambda f: len(f.shape) >= 2)),
+    ))
+
+
+# -- masked_scatter_ -------------------------------------------------------------------------------------
+
+
+def masked_scatter(mask: Array) -> Callable:
+    """Where mask (broadcast to t) is true, t takes source's elements one after another in row-major order."""
+    def fn(x: Array, source: Array):
+        where = np.broadcast_to(mask, x.shape)
+        count = int(where.sum())
+        if count > source.size:
+            raise ValueError(f"the mask selects {count} elements, the source has {source.size}")
+        value = x.copy()
+        value[where] = source.reshape(-1)[:count]
+
+        def to_source(g):
+            out = np.zeros(source.size)
+            out[:count] = np.asarray(g)[where]
+            return out.reshape(source.shape)
+        return value, [lambda g: np.where(where, 0.0, g), to_source]
+    return fn
+
+
+def _masked_scatter_spell(w, s) -> None:
+    mask = w.a.tensor(w.literal(_mask(s.fields["mask"]).tolist()), "bool", False)
+    w.emit(w.bind(s) + w.method(s.args[0], "masked_scatter_", mask, s.args[1]))
+
+
+def _masked_scatter_fuzz(d):
+    x = d.pick("tensor", where=lambda f: f.size > 0)
+    if x is None:
+        return None
+    shape = d.shape(x)
+    mask = (np.arange(int(np.prod(shape))) % 2 == 0).astype(np.int64).reshape(shape)
+    source = d.tensor(shape)
+    return None if source is None else {"args": [x, source], "mask": mask.tolist()}
+
+
+register(Op(
+    "masked_scatter_", "t.masked_scatter_(mask, source): where mask is true, t takes source's elements in "
+    "order, in place (tracked: the gradient of those elements goes to source).", args=("tensor", "tensor"),
+    out="optional", fields={"mask": Field("numbers", required=True, doc="0s and 1s, broadcast to t's shape")},
+    check=_check_mask, run_reference=_in_place(lambda s: masked_scatter(_mask(s.fields["mask"]))),
+    run_spell=_masked_scatter_spell, fuzz=_masked_scatter_fuzz,
+))
+
+
+# -- fill_diagonal_tensor_: paddle's op; torch's users copy into the diagonal view ---------------------
+
+
+def _fill_diagonal_reference(m, s) -> None:
+    f = s.fields
+    target = m.tensor(s.args[0]).view(lambda a: np.diagonal(a, int(f["offset"]), int(f["dim1"]), int(f["dim2"])))
+    value, node = m.compute(lambda v: (np.broadcast_to(v, target.shape), [lambda g: g]), s.args[1])
+    m.write(target, value, node)
+
+
+def _fill_diagonal_spell(w, s) -> None:
+    f = s.fields
+    w.emit(w.method(w.method(s.args[0], "diagonal", f"offset={f['offset']}", f"dim1={f['dim1']}",
+                             f"dim2={f['dim2']}"), "copy_", s.args[1]))
+
+
+def _fill_diagonal_fuzz(d):
+    x = d.pick("tensor", where=lambda f: len(f.shape) == 2)
+    if x is None:
+        return None
+    rows, cols = d.shape(x)
+    y = d.tensor((min(rows, cols),))
+    return None if y is None else {"args": [x, y], "offset": 0, "dim1": 0, "dim2": 1}
+
+
+register(Op(
+    "fill_diagonal_tensor_", "t's diagonal (offset, dim1, dim2) overwritten by src, in place (tracked): paddle's "
+    "t.fill_diagonal_tensor_(src, offset, dim1, dim2); torch has no such op, and its users write "
+    "t.diagonal(offset, dim1, dim2).copy_(src), a write through the diagonal view.", args=("tensor", "tensor"),
+    out="none", fields={"offset": Field("number", default=0, doc="an integer: 0 the main diagonal"),
+                        "dim1": Field("number", default=0), "dim2": Field("number", default=1)},
+    check=_integers("offset", "dim1", "dim2"), run_reference=_fill_diagonal_reference, run_spell=_fill_diagonal_spell, fuzz=_fill_diagonal_fuzz,
+))
+
+
+# -- paddle's _inplace_assign: the tensor becomes another ------------------------------------------------
+
+
+def _inplace_assign_reference(m, s) -> None:
+    """Paddle shares src's whole tensor into t (``ShareTensor`` in eager_method.cc): storage, shape and
+    autograd state, its gradient included.  Every name of t's object names src from now on."""
+    tensor, source = m.tensor(s.args[0]), m.tensor(s.args[1])
+    if tensor.base is not None or any(v is not tensor and getattr(v, "base", None) is tensor for v in m.env.values()):
+        raise ValueError("_inplace_assign of a view, or of a tensor with views, is not modelled")
+    for name, value in list(m.env.items()):
+        if value is tensor:
+            m.env[name] = source
+
+
+register(Op(
+    "inplace_assign", "t._inplace_assign(src): paddle's private method that makes t share src's storage, "
+    "shape and autograd state (of any shape); torch has no such method (its nearest, t.set_(src) and "
+    "t.data = src, keep t's own autograd state: ops set_ and set_data).", args=("tensor", "tensor"), out="none",
+    run_reference=_inplace_assign_reference,
+    run_spell=lambda w, s: w.emit(w.method(s.args[0], "_inplace_assign", s.args[1])),
+    fuzz="a private paddle method: torch has none, so every drawn program would be unsupported in two columns",
+))
+
+
+# -- out= beyond add ----------------------------------------------------------------------------------------
+
+
+def _out_reference(name: str) -> Callable:
+    def reference(m, s) -> None:
+        into = m.tensor(s.fields["into"])
+        value, node = m.compute(BINARY[name].fn, *s.args)
+        if value.shape != into.shape:
+            raise ValueError(f"the result's shape {value.shape} is not out's {into.shape} (a resize is not modelled)")
+        m.write(into, value, node)
+        m.bind(s, into)
+    return reference
+
+
+def _out_fuzz(name: str) -> Callable:
+    def fuzz(d):
+        if name == "matmul":
+            drawn = _matmul_fuzz(d)
+            if drawn is None:
+                return None
+            a, b = drawn["args"]
+            shape = np.empty(d.shape(a)) @ np.empty(d.shape(b))
+            into = d.tensor(np.shape(shape))
+            return None if into is None else {"args": [a, b], "into": into}
+        a = d.pick("tensor")
+        b = None if a is None else d.tensor(d.shape(a))
+        into = None if b is None else d.tensor(d.shape(a))
+        return None if into is None else {"args": [a, b], "into": into}
+    return fuzz
+
+
+for _name in ("mul", "sub", "matmul"):
+    register(Op(
+        f"{_name}_out", f"The framework's {_name} function writing into an out= argument (torch.{_name}(a, b, "
+        f"out=c); paddle's own name for the function).", args=("tensor", "tensor"), out="optional",
+        fields={"into": Field("name", required=True)}, run_reference=_out_reference(_name),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.a.binary_out(name, s.args[0], s.args[1],
+                                                                               s.fields["into"])))(_name),
+        fuzz=_out_fuzz(_name),
+    ))

@@ -1,0 +1,77 @@
+"""Boolean masks: comparisons that make them, and indexing with them (``t[a != 0]``, ``t[m] = v``).
+
+A mask index is advanced indexing: reading gives a copy the graph tracks (its gradient summed back where
+it read), writing writes the selected elements of the tensor itself (both frameworks document ``t[mask]``
+as selecting the elements where the mask is True).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.ops._op import Op
+from conformance.ops._registry import register
+
+#: comparison -> (Python operator, NumPy function)
+COMPARISONS = {"eq": ("==", np.equal), "ne": ("!=", np.not_equal), "gt": (">", np.greater), "lt": ("<", np.less)}
+
+_NOT_FUZZED_MASK = ("makes a bool tensor: the fuzzer's draws do not track dtypes, and would use it as a "
+                    "float operand (or a float tensor as a mask)")
+
+
+def _compare_reference(fn):
+    def reference(m, s) -> None:
+        from conformance.judge.model import Tensor
+
+        left, right = (m.operand_value(a) for a in s.args)
+        m.bind(s, Tensor.fresh(fn(left, right)))  # bool, outside the graph (no gradient flows through it)
+    return reference
+
+
+for _name, (_symbol, _fn) in COMPARISONS.items():
+    register(Op(
+        _name, f"out = a {_symbol} b: a bool tensor (a mask), outside the graph.", args=("tensor", "operand"),
+        run_reference=_compare_reference(_fn),
+        run_spell=(lambda sym: lambda w, s: w.emit(f"{w.out(s)} = {w.arg(s, 0)} {sym} {w.arg(s, 1)}"))(_symbol),
+        fuzz=_NOT_FUZZED_MASK,
+    ))
+
+
+def _mask(m, name: str) -> np.ndarray:
+    mask = m.tensor(name)
+    if mask.storage.data.dtype != np.bool_:
+        raise ValueError(f"{name!r} is not a bool tensor: index with a mask made by a comparison (eq, ne, gt, lt)")
+    return mask.value
+
+
+def _mask_getitem_reference(m, s) -> None:
+    mask = _mask(m, s.args[1])
+
+    def gather(x):
+        def back(g):
+            out = np.zeros(x.shape)
+            out[mask] = g
+            return out
+        return x[mask].copy(), [back]
+    m.bind(s, m.new(gather, s.args[0]))
+
+
+def _mask_setitem_reference(m, s) -> None:
+    mask = _mask(m, s.args[1])
+    target = m.tensor(s.args[0]).view(lambda a: a[mask])
+    value, node = m.compute(lambda v: (np.broadcast_to(v, target.shape), [lambda g: g]), s.args[2])
+    m.write(target, value, node)
+
+
+register(Op(
+    "mask_getitem", "out = t[mask]: the elements where the bool tensor mask is True, a copy the graph tracks.",
+    args=("tensor", "tensor"), run_reference=_mask_getitem_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {s.args[0]}[{s.args[1]}]"),
+    fuzz=_NOT_FUZZED_MASK,
+))
+register(Op(
+    "mask_setitem", "t[mask] = value: write the elements where the bool tensor mask is True (tracked).",
+    args=("tensor", "tensor", "operand"), out="none", run_reference=_mask_setitem_reference,
+    run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.args[1]}] = {w.arg(s, 2)}"),
+    fuzz=_NOT_FUZZED_MASK,
+))

@@ -1,0 +1,228 @@
+"""The reference of the in-place ops of paddle's test_inplace.py, the activation modules and out= beyond
+add: values and gradients against numbers computed by hand (not by the code under test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.case.load import load_case
+from conformance.judge.reference import ReferenceFailure, run_reference
+
+
+def _run(write_case, steps: str, case_id: str = "t_case") -> dict:
+    text = f"id: {case_id}\ntitle: t\nsteps:\n" + "\n".join("  " + line for line in steps.strip().splitlines())
+    return run_reference(load_case(write_case(text))).observations
+
+
+def test_unary_values_and_gradients_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [-1.0, -2.0, 0.5, 3.0, 8.0, 4.0], requires_grad: true}
+- {op: getitem, args: [x], index: "0:1", out: a}
+- {op: elu, args: [a], out: e}
+- {op: selu, args: [a], out: s}
+- {op: getitem, args: [x], index: "1:4", out: b}
+- {op: hardtanh, args: [b], out: t}
+- {op: leaky_relu, args: [b], out: l}
+- {op: getitem, args: [x], index: "4:5", out: c}
+- {op: log2, args: [c], out: g}
+- {op: getitem, args: [x], index: "5:6", out: d}
+- {op: rsqrt, args: [d], out: r}
+- {op: reciprocal, args: [d], out: q}
+- {observe: value, of: e}
+- {observe: value, of: s}
+- {observe: value, of: t}
+- {observe: value, of: l}
+- {observe: value, of: g}
+- {observe: value, of: r}
+- {observe: value, of: q}
+- {op: sum, args: [e], out: se}
+- {op: backward, args: [se]}
+- {observe: grad, of: x, name: g_elu}
+""")
+    np.testing.assert_allclose(obs["value(e)"], [-0.6321205588285577])  # e^-1 - 1
+    np.testing.assert_allclose(obs["value(s)"], [-1.1113307378125625])  # scale * alpha * (e^-1 - 1)
+    np.testing.assert_allclose(obs["value(t)"], [-1.0, 0.5, 1.0])
+    np.testing.assert_allclose(obs["value(l)"], [-0.02, 0.5, 3.0])
+    np.testing.assert_allclose(obs["value(g)"], [3.0])
+    np.testing.assert_allclose(obs["value(r)"], [0.5])
+    np.testing.assert_allclose(obs["value(q)"], [0.25])
+    np.testing.assert_allclose(obs["g_elu"], [0.36787944117144233, 0, 0, 0, 0, 0])  # e^-1
+
+
+def test_rounding_rounds_halves_to_even_and_has_no_gradient(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [2.5, -0.5, 1.4, -1.5], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: round_, args: [h]}
+- {observe: value, of: h}
+- {op: floor, args: [x], out: f}
+- {op: ceil, args: [x], out: c}
+- {observe: value, of: f}
+- {observe: value, of: c}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [2.0, -0.0, 1.0, -2.0])
+    np.testing.assert_allclose(obs["value(f)"], [2.0, -1.0, 1.0, -2.0])
+    np.testing.assert_allclose(obs["value(c)"], [3.0, -0.0, 2.0, -1.0])
+    np.testing.assert_allclose(obs["grad(x)"], [0.0, 0.0, 0.0, 0.0])
+
+
+def test_softmax_in_place_value_and_gradient(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [0.0, 1.0986122886681098], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: softmax_, args: [h], dim: 0}
+- {observe: value, of: h}
+- {op: tensor, out: w, value: [1.0, 0.0]}
+- {op: mul, args: [h, w], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [0.25, 0.75])  # 1 : 3
+    np.testing.assert_allclose(obs["grad(x)"], [0.1875, -0.1875])  # y * (w - y.w), y.w = 0.25
+
+
+def test_pow_copysign_and_triangles(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.5, -2.0, 3.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: p}
+- {op: pow_, args: [p], exponent: 3}
+- {observe: value, of: p}
+- {op: sum, args: [p], out: lp}
+- {op: backward, args: [lp]}
+- {observe: grad, of: x, name: g_pow}
+- {op: tensor, out: y, value: [1.5, -2.0, 3.0], requires_grad: true}
+- {op: mul, args: [y, 1.0], out: c}
+- {op: tensor, out: signs, value: [-1.0, -1.0, 2.0]}
+- {op: copysign_, args: [c, signs]}
+- {observe: value, of: c}
+- {op: sum, args: [c], out: lc}
+- {op: backward, args: [lc]}
+- {observe: grad, of: y, name: g_copysign}
+- {op: tensor, out: m, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+- {op: mul, args: [m, 1.0], out: u}
+- {op: triu_, args: [u]}
+- {op: mul, args: [m, 1.0], out: lo}
+- {op: tril_, args: [lo], diagonal: -1}
+- {observe: value, of: u}
+- {observe: value, of: lo}
+- {op: add, args: [u, lo], out: both}
+- {op: sum, args: [both], out: lt}
+- {op: backward, args: [lt]}
+- {observe: grad, of: m, name: g_triangles}
+""")
+    np.testing.assert_allclose(obs["value(p)"], [3.375, -8.0, 27.0])
+    np.testing.assert_allclose(obs["g_pow"], [6.75, 12.0, 27.0])  # 3 x^2
+    np.testing.assert_allclose(obs["value(c)"], [-1.5, -2.0, 3.0])
+    np.testing.assert_allclose(obs["g_copysign"], [-1.0, 1.0, 1.0])
+    np.testing.assert_allclose(obs["value(u)"], [[1.0, 2.0], [0.0, 4.0]])
+    np.testing.assert_allclose(obs["value(lo)"], [[0.0, 0.0], [3.0, 0.0]])
+    np.testing.assert_allclose(obs["g_triangles"], [[1.0, 1.0], [1.0, 1.0]])  # each element kept once
+
+
+def test_masked_scatter_sends_the_gradient_of_the_scattered_elements_to_the_source(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0, 3.0, 4.0], requires_grad: true}
+- {op: tensor, out: src, value: [10.0, 20.0, 30.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: masked_scatter_, args: [h, src], mask: [1, 0, 1, 0]}
+- {observe: value, of: h}
+- {op: tensor, out: w, value: [1.0, 2.0, 3.0, 4.0]}
+- {op: mul, args: [h, w], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {observe: grad, of: src}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [10.0, 2.0, 20.0, 4.0])
+    np.testing.assert_allclose(obs["grad(x)"], [0.0, 2.0, 0.0, 4.0])
+    np.testing.assert_allclose(obs["grad(src)"], [1.0, 3.0, 0.0])
+
+
+def test_fill_diagonal_tensor_writes_the_diagonal_with_an_offset(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad: true}
+- {op: tensor, out: y, value: [7.0, 8.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: fill_diagonal_tensor_, args: [h, y], offset: 1}
+- {observe: value, of: h}
+- {op: tensor, out: w, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}
+- {op: mul, args: [h, w], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {observe: grad, of: y}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [[1.0, 7.0, 3.0], [4.0, 5.0, 8.0]])
+    np.testing.assert_allclose(obs["grad(x)"], [[1.0, 0.0, 3.0], [4.0, 5.0, 0.0]])
+    np.testing.assert_allclose(obs["grad(y)"], [2.0, 6.0])
+
+
+def test_inplace_assign_makes_the_tensor_its_source(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0, 3.0], requires_grad: true}
+- {op: mul, args: [x, 2.0], out: h}
+- {op: assign, args: [h], out: same}
+- {op: tensor, out: y, value: [[5.0, 6.0], [7.0, 8.0]], requires_grad: true}
+- {op: inplace_assign, args: [h, y]}
+- {observe: value, of: same}
+- {op: mul, args: [h, h], out: sq}
+- {op: sum, args: [sq], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: y}
+- {observe: grad, of: h}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(same)"], [[5.0, 6.0], [7.0, 8.0]])
+    np.testing.assert_allclose(obs["grad(y)"], [[10.0, 12.0], [14.0, 16.0]])
+    np.testing.assert_allclose(obs["grad(h)"], [[10.0, 12.0], [14.0, 16.0]])  # y's own gradient
+    assert obs["grad(x)"] is None
+
+
+def test_out_writes_mul_sub_matmul_into_out(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: a, value: [[1.0, 2.0], [3.0, 4.0]]}
+- {op: tensor, out: b, value: [[5.0, 6.0], [7.0, 8.0]]}
+- {op: tensor, out: c, value: [[0.0, 0.0], [0.0, 0.0]]}
+- {op: mul_out, args: [a, b], into: c}
+- {observe: value, of: c, name: product}
+- {op: sub_out, args: [a, b], into: c}
+- {observe: value, of: c, name: difference}
+- {op: matmul_out, args: [a, b], into: c, out: r}
+- {observe: value, of: c, name: matrix_product}
+- {observe: same_object, of: [r, c]}
+""")
+    np.testing.assert_allclose(obs["product"], [[5.0, 12.0], [21.0, 32.0]])
+    np.testing.assert_allclose(obs["difference"], [[-4.0, -4.0], [-4.0, -4.0]])
+    np.testing.assert_allclose(obs["matrix_product"], [[19.0, 22.0], [43.0, 50.0]])
+
+
+def test_out_of_another_shape_is_refused_by_the_reference(write_case) -> None:
+    with pytest.raises(ReferenceFailure, match="not out's"):
+        _run(write_case, """
+- {op: tensor, out: a, value: [[1.0, 2.0]]}
+- {op: tensor, out: b, value: [[5.0], [7.0]]}
+- {op: tensor, out: c, value: [0.0, 0.0]}
+- {op: matmul_out, args: [a, b], into: c}
+- {observe: value, of: c}
+""")
+
+
+def test_rrelu_module_in_place_has_the_fixed_slope(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [-2.0, 1.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: activation, kind: rrelu, inplace: true, out: act}
+- {op: call, args: [act, h], out: r}
+- {observe: value, of: h}
+- {observe: same_object, of: [r, h]}
+- {op: sum, args: [r], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [-0.5, 1.0])
+    np.testing.assert_allclose(obs["grad(x)"], [0.25, 1.0])

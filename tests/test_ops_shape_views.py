@@ -1,0 +1,157 @@
+"""The out-of-place shape views (conformance/ops/shape_views.py): the elements each view takes, a write
+through it seen in its base, and the gradient back to the base, with the numbers written out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.case.load import load_case
+from conformance.judge.reference import ReferenceFailure, run_reference
+
+
+def run(write_case, steps: str):
+    return run_reference(load_case(write_case(f"id: t\ntitle: t\nsteps:\n{steps}"))).observations
+
+
+X = "[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]"
+ROW = "[[1.0, 2.0, 3.0]]"
+VECTOR = "[1.0, 2.0, 3.0]"
+
+
+@pytest.mark.parametrize(("base", "op", "view", "index", "written", "grad"), [
+    (ROW, "{op: squeeze, args: [b]}", [1, 2, 3], "1", [[1, 100, 3]], [[1, 1, 1]]),
+    (ROW, "{op: squeeze, args: [b], dim: 1}", [[1, 2, 3]], "0, 2", [[1, 2, 100]], [[1, 1, 1]]),  # size 3 stays
+    (VECTOR, "{op: unsqueeze, args: [b], dim: 1}", [[1], [2], [3]], "2, 0", [1, 2, 100], [1, 1, 1]),
+    (X, "{op: flatten, args: [b]}", [1, 2, 3, 4, 5, 6], "4", [[1, 2, 3], [4, 100, 6]], [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: diagonal, args: [b]}", [1, 5], "1", [[1, 2, 3], [4, 100, 6]], [[1, 0, 0], [0, 1, 0]]),
+    (X, "{op: diagonal, args: [b], offset: 1}", [2, 6], "1", [[1, 2, 3], [4, 5, 100]], [[0, 1, 0], [0, 0, 1]]),
+    (X, "{op: diagonal, args: [b], offset: -1, dim1: 0, dim2: 1}", [4], "0", [[1, 2, 3], [100, 5, 6]],
+     [[0, 0, 0], [1, 0, 0]]),
+    # windows [1, 2], [2, 3] per row: the middle column is read twice, so its gradient is 2
+    (X, "{op: unfold, args: [b], dimension: 1, size: 2, step: 1}", [[[1, 2], [2, 3]], [[4, 5], [5, 6]]], "1, 1, 0",
+     [[1, 2, 3], [4, 100, 6]], [[1, 2, 1], [1, 2, 1]]),
+    (VECTOR, "{op: unfold, args: [b], dimension: 0, size: 1, step: 2}", [[1], [3]], "1, 0", [1, 2, 100], [1, 0, 1]),
+    # storage positions 1 + i + 3j of a [2, 3] tensor: [[x01, x11], [x02, x12]]
+    (X, "{op: as_strided, args: [b], size: [2, 2], stride: [1, 3], storage_offset: 1}", [[2, 5], [3, 6]], "0, 1",
+     [[1, 2, 3], [4, 100, 6]], [[0, 1, 1], [0, 1, 1]]),
+    (X, "{op: as_strided, args: [b], size: [3], stride: [2]}", [1, 3, 5], "2", [[1, 2, 3], [4, 100, 6]],
+     [[1, 0, 1], [0, 1, 0]]),
+])
+def test_a_shape_view_takes_its_elements_writes_through_and_sends_its_gradient_back(
+        write_case, base: str, op: str, view, index: str, written, grad) -> None:
+    obs = run(write_case, f"""\
+  - {{op: tensor, out: w, value: {base}, requires_grad: true}}
+  - {{op: mul, args: [w, 1.0], out: b}}
+  - {op.replace("}", ", out: v}")}
+  - {{observe: value, of: v}}
+  - {{op: sum, args: [v], out: loss}}
+  - {{op: backward, args: [loss]}}
+  - {{observe: grad, of: w}}
+  - {{op: setitem, args: [v, 100.0], index: "{index}"}}
+  - {{observe: value, of: b}}
+""")
+    np.testing.assert_array_equal(obs["value(v)"], view)
+    np.testing.assert_array_equal(obs["grad(w)"], grad)
+    np.testing.assert_array_equal(obs["value(b)"], written)
+
+
+def test_flatten_of_strides_no_view_has_is_a_copy(write_case) -> None:
+    obs = run(write_case, f"""\
+  - {{op: tensor, out: w, value: {X}, requires_grad: true}}
+  - {{op: transpose, args: [w], dims: [0, 1], out: t}}
+  - {{op: flatten, args: [t], out: v}}
+  - {{op: setitem, args: [v, 100.0], index: "1"}}
+  - {{observe: value, of: v}}
+  - {{observe: value, of: w}}
+  - {{op: sum, args: [v], out: loss}}
+  - {{op: backward, args: [loss]}}
+  - {{observe: grad, of: w}}
+""")
+    np.testing.assert_array_equal(obs["value(v)"], [1, 100, 2, 5, 3, 6])
+    np.testing.assert_array_equal(obs["value(w)"], [[1, 2, 3], [4, 5, 6]])  # the copy took the write
+    np.testing.assert_array_equal(obs["grad(w)"], [[1, 1, 1], [0, 1, 1]])  # except the overwritten w[1, 0]
+
+
+def test_view_as_takes_the_other_shape_and_refuses_strides_no_view_has(write_case) -> None:
+    obs = run(write_case, f"""\
+  - {{op: tensor, out: x, value: {X}}}
+  - {{op: tensor, out: e, value: [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]}}
+  - {{op: view_as, args: [x, e], out: v}}
+  - {{op: setitem, args: [v, 100.0], index: "2, 0"}}
+  - {{observe: value, of: v}}
+  - {{observe: value, of: x}}
+""")
+    np.testing.assert_array_equal(obs["value(v)"], [[1, 2], [3, 4], [100, 6]])
+    np.testing.assert_array_equal(obs["value(x)"], [[1, 2, 3], [4, 100, 6]])
+    with pytest.raises(ReferenceFailure, match="view_as of a tensor whose strides"):
+        run(write_case, f"""\
+  - {{op: tensor, out: x, value: {X}}}
+  - {{op: tensor, out: e, value: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}}
+  - {{op: transpose, args: [x], dims: [0, 1], out: t}}
+  - {{op: view_as, args: [t, e], out: v}}
+  - {{observe: value, of: v}}
+""")
+
+
+@pytest.mark.parametrize(("base", "op", "parts"), [
+    # 7 into 3: the first 7 % 3 = 1 part is one longer
+    ("[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]", "{op: tensor_split, args: [b], sections: 3, out: [p0, p1, p2]}",
+     [[1, 2, 3], [4, 5], [6, 7]]),
+    (X, "{op: tensor_split, args: [b], indices: [1, 2], dim: 1, out: [p0, p1, p2]}", [[[1], [4]], [[2], [5]], [[3], [6]]]),
+    ("[1.0, 2.0, 3.0, 4.0]", "{op: hsplit, args: [b], sections: 2, out: [p0, p1]}", [[1, 2], [3, 4]]),  # a vector: dim 0
+    ("[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]", "{op: hsplit, args: [b], sections: 2, out: [p0, p1]}",
+     [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]),
+    ("[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]", "{op: vsplit, args: [b], indices: [3], out: [p0, p1]}",
+     [[[1, 2], [3, 4], [5, 6]], [[7, 8]]]),
+    ("[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]", "{op: dsplit, args: [b], sections: 3, out: [p0, p1, p2]}",
+     [[[[1], [4]]], [[[2], [5]]], [[[3], [6]]]]),
+    ("[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]", "{op: split_count, args: [b], sections: 3, out: [p0, p1, p2]}",
+     [[1, 2], [3, 4], [5, 6]]),
+])
+def test_a_split_gives_views_of_its_parts(write_case, base: str, op: str, parts) -> None:
+    """Each part's values; a write of 100 into the first element of the last part reaches the base; the
+    gradient of sum(last part) is 1 exactly where that part lies."""
+    last = f"p{len(parts) - 1}"
+    obs = run(write_case, f"""\
+  - {{op: tensor, out: w, value: {base}, requires_grad: true}}
+  - {{op: mul, args: [w, 1.0], out: b}}
+  - {op}
+""" + "".join(f"  - {{observe: value, of: p{i}}}\n" for i in range(len(parts))) + f"""\
+  - {{op: sum, args: [{last}], out: loss}}
+  - {{op: backward, args: [loss]}}
+  - {{observe: grad, of: w}}
+  - {{op: mul_, args: [{last}, 100.0]}}
+  - {{observe: value, of: b}}
+""")
+    for i, want in enumerate(parts):
+        np.testing.assert_array_equal(obs[f"value(p{i})"], want)
+    base_values = np.array(eval(base))  # noqa: S307 - the literal above
+    np.testing.assert_array_equal(np.asarray(obs["grad(w)"]).sum(), np.size(parts[-1]))
+    written = np.array(obs["value(b)"])
+    mask = written != base_values
+    np.testing.assert_array_equal(written[mask], base_values[mask] * 100)
+    np.testing.assert_array_equal(np.asarray(obs["grad(w)"]), mask.astype(float))
+
+
+@pytest.mark.parametrize("op", [
+    "{op: hsplit, args: [b], sections: 2, out: [p0, p1]}",  # 3 columns into 2 equal parts
+    "{op: split_count, args: [b], sections: 2, dim: 1, out: [p0, p1]}",
+    "{op: dsplit, args: [b], sections: 1, out: [p0]}",  # a matrix has no dimension 2
+])
+def test_a_split_the_frameworks_refuse_stops_the_reference(write_case, op: str) -> None:
+    with pytest.raises(ReferenceFailure):
+        run(write_case, f"  - {{op: tensor, out: b, value: {X}}}\n  - {op}\n  - {{observe: value, of: p0}}\n")
+
+
+def test_a_split_binds_as_many_names_as_it_has_parts(write_case) -> None:
+    from conformance.case.model import CaseError
+
+    with pytest.raises(CaseError, match="gives 3 parts"):
+        load_case(write_case(f"id: t\ntitle: t\nsteps:\n  - {{op: tensor, out: b, value: {X}}}\n"
+                             "  - {op: tensor_split, args: [b], indices: [1, 2], dim: 1, out: [p0, p1]}\n"
+                             "  - {observe: value, of: p0}\n"))
+    with pytest.raises(CaseError, match="either sections"):
+        load_case(write_case(f"id: t\ntitle: t\nsteps:\n  - {{op: tensor, out: b, value: {X}}}\n"
+                             "  - {op: hsplit, args: [b], sections: 2, indices: [1], out: [p0, p1]}\n"
+                             "  - {observe: value, of: p0}\n"))
