@@ -106,7 +106,7 @@ def test_a_copy_where_sharing_is_promised_is_one_hazard_in_a_memory_case_and_in_
     if not _paddle_has_from_numpy():
         pytest.skip("this paddle has no paddle.from_numpy (it arrived in 3.3.0)")
     root = Path(__file__).resolve().parent.parent / "cases"
-    paths = [root / "seed" / "from_numpy_aliasing.yaml", root / "found" / "found_new_from_numpy_from_numpy_sin_3065e3.yaml"]
+    paths = [root / "seed" / "from_numpy_aliasing.yaml", root / "found" / "found_new_from_numpy_from_numpy_sin_ee2451.yaml"]
     results = tmp_path / "r.jsonl"
     run = run_cli(tmp_path, "run", *map(str, paths), "--framework", "paddle", "--device", "cpu", "--no-baselines",
                   "--results", str(results), "--summary", str(tmp_path / "s.md"))

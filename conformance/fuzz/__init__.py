@@ -1,10 +1,11 @@
 """Differential fuzzing: programs drawn from the op table, run through every framework and the reference.
 
-``conformance fuzz`` (command.py) draws programs (generate.py), runs them in the suite's workers, eagerly
-and in the compiled modes asked for, and judges them as the suite does (run.py), names what a program's
-outcomes mean (verdict.py), shrinks each finding (shrink.py) and makes it observe what its writes touched
-(observe.py), groups findings by cause and hazard family (cause.py) and writes one case per new cause
-(write.py).
+``conformance fuzz`` (command.py) draws programs (generate.py: the strategy; draw.py: one program drawn
+while the reference runs it; fuzzable.py: which ops; model.py: a program as data), runs them in the suite's
+workers, eagerly and in the compiled modes asked for, and judges them as the suite does (run.py), names
+what a program's outcomes mean (verdict.py), shrinks each finding (shrink.py) and makes it observe what its
+writes touched (observe.py), groups findings by cause and hazard family (cause.py) and writes one case per
+new cause (write.py).
 """
 
 from pathlib import Path

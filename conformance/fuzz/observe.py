@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from conformance.case.model import CaseError
-from conformance.fuzz.generate import Program, outs, walk
+from conformance.fuzz.model import Program, outs, walk
 from conformance.judge.reference import Machine, ReferenceFailure, ReferenceLimit, Tensor, run_reference
 from conformance.ops import OBSERVATIONS, OPS
 

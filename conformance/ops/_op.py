@@ -127,6 +127,8 @@ class Observation:
     #: compares with the memory an earlier ``address`` observation recorded (named by ``since``)
     since: bool = False
     run_reference: Callable[[Any, Any], None] | None = None
+    #: why the fuzzer never draws it (None: it may, when it is judged and takes one name)
+    fuzz: str | None = None
 
     def reference(self, machine: Any, step: Any) -> None:
         if self.run_reference is not None and step.judged:

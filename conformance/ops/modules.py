@@ -174,7 +174,8 @@ def _call_fuzz(d):
 def _mse_loss_fuzz(d):
     """Two tensors of one shape (a broadcast target is a warning in one framework, an error in another)."""
     prediction = d.pick("tensor")
-    return None if prediction is None else {"args": [prediction, d.tensor(d.shape(prediction))]}
+    target = None if prediction is None else d.tensor(d.shape(prediction))  # None: no literal of an empty shape
+    return None if target is None else {"args": [prediction, target]}
 
 
 register(Op(

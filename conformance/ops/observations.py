@@ -77,7 +77,9 @@ def _grad_fn_is_none(w, t: list[str]) -> str:
 register_observation(Observation(
     "grad_fn_is_none", "whether t.grad_fn is None: torch documents None for a leaf and for a tensor made "
     "without recording (under no_grad), a node for a result of a recorded op", "bool", _grad_fn_is_none,
-    judged=True, run_reference=_grad_fn_is_none_reference))
+    judged=True, run_reference=_grad_fn_is_none_reference,
+    fuzz="paddle gives a leaf a grad_fn (cases/autograd_state/grad_fn_no_grad): drawn after every step, it "
+         "would make nearly every program that one finding again"))
 register_observation(Observation(
     "is_contiguous", "whether the tensor's elements lie in memory in order without gaps (t.is_contiguous())",
     "bool", lambda w, t: f"{t[0]}.is_contiguous()"))
