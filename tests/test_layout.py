@@ -193,12 +193,13 @@ def test_detaching_a_base_in_place_does_not_detach_the_views_taken_before(write_
 
 NOT_MODELLED = """
     id: not_modelled_then_memory
-    title: a step the reference cannot model (requires_grad_ on a view), then values and memory
+    title: a step the reference cannot model (t.data = src on a view), then values and memory
     steps:
       - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+      - {op: tensor, out: src, value: [5.0, 6.0]}
       - {op: getitem, args: [x], index: "0", out: row}
       - {observe: value, of: row, name: before}
-      - {op: requires_grad_, args: [row]}
+      - {op: set_data, args: [row, src]}
       - {op: mul, args: [row, 2.0], out: y}
       - {observe: value, of: y, name: after}
       - {observe: version, of: x}
@@ -218,15 +219,15 @@ def test_a_cell_whose_step_the_reference_cannot_model_keeps_its_model_free_obser
     finally:
         engine.close()
     details = record["details"]
-    if record["outcome"] == "raises":  # a framework may refuse requires_grad_ on a view: that is its answer
-        assert "requires_grad_" in details["exception"]["op"], details
+    if record["outcome"] == "raises":  # a framework may refuse .data = on a view: that is its answer
+        assert "set_data" in details["exception"]["op"], details
         return
     assert record["outcome"] in ("aliases", "copies"), details
     observed = {o["name"]: o for o in details["observations"]}
     assert set(observed) == {"before", "after", "version(x)", "is_leaf(row)", "shares_memory(row, x)"}
     assert observed["before"]["matches_reference"] is True
-    assert "requires_grad_ on a view is not modelled" in observed["after"]["not_judged"]
-    assert "requires_grad_" in details["reference_note"]
+    assert "t.data = src on a view is not modelled" in observed["after"]["not_judged"]
+    assert "t.data = src" in details["reference_note"]
 
 
 def test_a_view_keeps_its_elements_when_its_base_rearranges_itself_in_place(write_case) -> None:

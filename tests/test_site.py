@@ -212,11 +212,15 @@ def test_every_link_is_relative_and_leads_to_a_file_of_the_site(site: Path) -> N
 
 
 def test_pages_are_light(site: Path) -> None:
-    """No page carries the matrix: a case page holds its own cells, the index the search entries by reference."""
+    """No page carries the matrix: a case page holds its own cells, the index the search entries by reference
+    (the index and the search index list every case, and an upgrade page each cell that changed, at most a
+    row a case and mode: theirs grow with the catalogue, and no faster)."""
+    cases = len(list((site / "cases").glob("*.html")))
     for path in site.rglob("*"):
         if path.is_file():
-            limit = 400_000 if path.name == "search-index.js" else 150_000
-            assert path.stat().st_size < limit, path
+            limit = {"search-index.js": 1_800 * cases, "index.html": 800 * cases}.get(
+                path.name, 1_000 * cases if path.parent.name == "upgrades" else 150_000)
+            assert path.stat().st_size < limit, (path, path.stat().st_size, limit)
 
 
 @pytest.mark.parametrize("args, message", [

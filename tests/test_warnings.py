@@ -144,13 +144,13 @@ def test_a_warning_counts_only_when_the_user_s_filters_show_it() -> None:
 
 @pytest.mark.skipif("torch" not in INSTALLED, reason="torch is not installed")
 def test_numpy_s_deprecation_warning_inside_torch_is_hidden_and_the_cell_judged_as_silent() -> None:
-    """found_augmented_assign_sum_idiv_536bde: under NumPy 2, torch's __array_wrap__ makes NumPy warn with a
+    """found_compiled_assign_idiv_c7dcac: under NumPy 2, torch's __array_wrap__ makes NumPy warn with a
     DeprecationWarning that Python's default filters hide; the user sees no warning, and a wrong result."""
     import numpy as np
 
     if int(np.__version__.split(".")[0]) < 2:
         pytest.skip(f"NumPy {np.__version__} raises no such warning")
-    case = load_case(ROOT / "cases" / "found" / "found_augmented_assign_sum_idiv_536bde.yaml")
+    case = load_case(ROOT / "cases" / "found" / "found_compiled_assign_idiv_c7dcac.yaml")
     engine = Engine(timeout=300)
     try:
         record = engine.run_cell(case, "torch", "cpu")

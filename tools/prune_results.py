@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {len(problems)} case files do not load; nothing pruned", file=sys.stderr)
         return 2
     catalogue = {case.id for case in cases}
-    for path in sorted((ROOT / "reports" / "results").glob("*.jsonl")):
+    for path in sorted([*(ROOT / "reports" / "results").glob("*.jsonl"), *(ROOT / "reports" / "controls").glob("*.jsonl")]):
         if path.name == "latest.jsonl":
             continue
         lines = path.read_bytes().splitlines(keepends=True)
