@@ -31,6 +31,16 @@ class TorchAdapter(Adapter):
         r"backward through the graph a second time",
         r"cannot resize variables that require grad",
     )
+    # Notices torch's compiler raises once per process, whatever the program; which cell of a run meets one first
+    # depends on the order the cells ran in, so counting them would make a cell's outcome depend on its neighbours.
+    machinery_warnings = (
+        (r"^`torch\._prims_common\.check` is deprecated",
+         "torch's own decompositions calling a function torch deprecated (torch/_prims_common), once per process, "
+         "whatever the program; not about the case"),
+        (r"^Torchinductor does not support code generation for complex operators",
+         "inductor's notice that it leaves complex ops to eager (a matter of speed), once per process; not about "
+         "the case"),
+    )
     modes = {"compile": "torch.compile with its default backend (inductor)"}
 
     def native_build(self) -> str:
