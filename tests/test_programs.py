@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.records.programs import load_programs, newest_programs, programs_path, write_programs
+from conformance.records.programs import load_programs, newest_programs, programs_path, prune_programs, write_programs
 
 from .conftest import INSTALLED, SEED
 from .runs import FRAMEWORK, run_cli
@@ -63,3 +63,18 @@ def test_the_newest_version_s_program_of_the_case_as_it_is_now_is_chosen(tmp_pat
     assert newest_programs(kept, {})[("torch", "c")]["code"] == "# 2.10.0 old eager\n"
     (tmp_path / "a.programs.json").write_text("not json")
     assert load_programs([tmp_path / "a.jsonl"]) == {}  # an unreadable file keeps nothing
+
+
+def test_pruning_removes_the_programs_of_cases_gone_and_keeps_the_rest_as_written(tmp_path: Path) -> None:
+    results = tmp_path / "torch-2.13.0-cpu.jsonl"
+
+    def entry(case: str) -> dict:
+        return {"framework": "torch", "version": "2.13.0", "device": "cpu", "mode": "eager", "case": case,
+                "case_digest": "sha256:0", "code": f"# {case}", "source": f"print({case!r})", "unsupported": None}
+
+    write_programs(results, [entry("kept"), entry("renamed")])
+    assert prune_programs(results, {"kept", "another"}) == 1
+    written = programs_path(results).read_text(encoding="utf-8")
+    write_programs(tmp_path / "only.jsonl", [entry("kept")])
+    assert written == programs_path(tmp_path / "only.jsonl").read_text(encoding="utf-8")
+    assert prune_programs(results, {"kept"}) == 0 and programs_path(results).read_text(encoding="utf-8") == written

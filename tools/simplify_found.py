@@ -7,7 +7,7 @@ Each case under ``cases/found/`` (or the files named) is run as the fuzzer ran i
 writes touched, as ``conformance fuzz`` does.  A case whose
 program got simpler is rewritten under its new id (the old file removed), its
 description saying what was tried; one that no longer reproduces is reported and
-left alone.  Exit status: 0, or 1 when a case did not reproduce.
+left alone.  Exit status: 0, 1 when a case did not reproduce, 2 for a path that is no case file.
 
     .tox/tests/bin/python tools/simplify_found.py [CASE.yaml ...]
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from conformance.case.load import load_case, load_cases  # noqa: E402
 from conformance.fuzz.cause import Families  # noqa: E402
 from conformance.fuzz.generate import Program, walk  # noqa: E402
-from conformance.fuzz.observe import observe_what_matters  # noqa: E402
+from conformance.fuzz.observe import observing_finding  # noqa: E402
 from conformance.fuzz.run import Runner  # noqa: E402
 from conformance.fuzz.simplify import simplify  # noqa: E402
 from conformance.fuzz.write import PROVENANCE, write_case  # noqa: E402
@@ -35,6 +35,10 @@ SOURCE = re.compile(r"--seed (?P<seed>\d+) --budget (?P<budget>\d+)(?P<modes>(?:
 def main(paths: list[str]) -> int:
     folder = ROOT / "cases" / "found"
     files = [Path(p) for p in paths] or sorted(folder.glob("*.yaml"))
+    for path in files:  # bad input: one line, before any work
+        if path.suffix != ".yaml" or not path.is_file():
+            print(f"error: not a case file: {path}", file=sys.stderr)
+            return 2
     hand_written, _ = load_cases([ROOT / "cases"])
     families = Families(case for case in hand_written if not case.source.startswith(PROVENANCE))
     failed = 0
@@ -60,11 +64,7 @@ def main(paths: list[str]) -> int:
                 failed += 1
                 continue
             simpler, verdict, tried = simplify(program, target, target, evaluate)
-            observed = observe_what_matters(simpler)  # as the fuzzer does: what its writes touched
-            if observed != simpler:
-                again = evaluate(observed)
-                if again.kind == "finding":
-                    simpler, verdict = observed, again
+            simpler, verdict = observing_finding(simpler, verdict, evaluate)  # as the fuzzer does
             cause = families.cause(simpler.ops(), verdict)
             path.unlink()
             written = write_case(folder, simpler, verdict, seed=int(found["seed"]), budget=int(found["budget"]),

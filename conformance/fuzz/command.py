@@ -178,7 +178,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     from conformance.fuzz.run import Runner, campaign
     from conformance.fuzz.shrink import shrink
     from conformance.fuzz.cause import Families
-    from conformance.fuzz.observe import observe_what_matters
+    from conformance.fuzz.observe import observing_finding
     from conformance.fuzz.write import PROVENANCE, KnownCases, canonical, write_case
 
     say = progress or (lambda line: None)
@@ -261,11 +261,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                     program, verdict = (shrunk.program, shrunk.verdict) if shrunk else (tried.drawn.program,
                                                                                         tried.verdict)
                     if group.kind == FINDING and not report.interrupted:
-                        observed = observe_what_matters(program)
-                        if observed != program:
-                            again = evaluate(observed)
-                            if again.kind == FINDING:
-                                program, verdict = observed, again
+                        program, verdict = observing_finding(program, verdict, evaluate)
                     cause = families.cause(program.ops(), verdict)
                     result = Result(group.kind, verdict.signature, group.count, tried.drawn.number, program, verdict,
                                     evaluations=shrunk.evaluations if shrunk else 0, cause=cause)

@@ -11,16 +11,17 @@ where the reference can judge it.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from conformance.case.model import CaseError
 from conformance.fuzz.model import Program, outs, walk
+from conformance.fuzz.verdict import FINDING, Verdict
 from conformance.judge.reference import Machine, ReferenceFailure, ReferenceLimit, Tensor, run_reference
 from conformance.ops import OBSERVATIONS, OPS
 
-__all__ = ["observe_what_matters"]
+__all__ = ["observe_what_matters", "observing_finding"]
 
 #: Seconds the reference may take on a found program (they are a few steps long).
 TIME_LIMIT = 10.0
@@ -36,6 +37,18 @@ class _Watching(Machine):
     def write(self, tensor: Tensor, value: np.ndarray, node: Any) -> None:
         super().write(tensor, value, node)
         self.written.add(id(tensor.storage))
+
+
+def observing_finding(program: Program, verdict: Verdict,
+                      evaluate: Callable[[Program], Verdict]) -> tuple[Program, Verdict]:
+    """The finding *program* with what matters observed (:func:`observe_what_matters`), run again: taken when
+    it is still a finding, else *program* as it was."""
+    observed = observe_what_matters(program)
+    if observed != program:
+        again = evaluate(observed)
+        if again.kind == FINDING:
+            return observed, again
+    return program, verdict
 
 
 def observe_what_matters(program: Program) -> Program:

@@ -124,28 +124,36 @@ def _flattened(start: int, stop: int) -> _Take:
     return take
 
 
+def strided_elements(tensor, fields, op: str) -> tuple[np.ndarray, np.ndarray]:
+    """The storage positions ``offset + sum(i * stride)`` that ``as_strided``'s *fields* name (offset: the
+    tensor's own, unless given), and where each lies among the elements of the tensor's base (of the tensor,
+    if it is no view): ``(positions, indices)``.  A position outside them is not modelled (ValueError)."""
+    size, stride = tuple(fields["size"]), tuple(fields["stride"])
+    flat = tensor.positions.reshape(-1)
+    offset = fields["storage_offset"]
+    offset = (int(flat[0]) if flat.size else 0) if offset is None else int(offset)
+    wanted = np.full(size, offset, dtype=np.int64)
+    for axis, step in enumerate(stride):
+        wanted += np.indices(size, dtype=np.int64)[axis] * step
+    within = (tensor.base if tensor.base is not None else tensor).positions.reshape(-1)
+    where: dict[int, int] = {}
+    for i, position in enumerate(within.tolist()):
+        where.setdefault(position, i)  # of elements that share a position (an expanded view), the first
+    missing = sorted({p for p in wanted.reshape(-1).tolist() if p not in where})
+    if missing:
+        raise ValueError(f"{op} reaches storage position(s) {missing[:5]} outside the elements of "
+                         f"{'its base' if tensor.base is not None else 'the tensor'}: not modelled")
+    return wanted, np.array([where[p] for p in wanted.reshape(-1).tolist()], dtype=np.int64).reshape(size)
+
+
 def _as_strided_reference(m, s) -> None:
     """The tensor looks at storage positions ``offset + sum(i * stride)`` (offset: its own, unless given);
     on a view they must be elements of its base, on another tensor elements of its own."""
     from conformance.judge.model import scatter
 
     tensor = m.tensor(s.args[0])
-    size, stride = tuple(s.fields["size"]), tuple(s.fields["stride"])
-    flat = tensor.positions.reshape(-1)
-    offset = s.fields["storage_offset"]
-    offset = (int(flat[0]) if flat.size else 0) if offset is None else int(offset)
-    wanted = np.full(size, offset, dtype=np.int64)
-    for axis, step in enumerate(stride):
-        wanted += np.indices(size, dtype=np.int64)[axis] * step
-    within = (tensor.base if tensor.base is not None else tensor).positions.reshape(-1)
-    where = {}
-    for i, position in enumerate(within.tolist()):
-        where.setdefault(position, i)  # of elements that share a position (an expanded view), the first
-    missing = sorted({p for p in wanted.reshape(-1).tolist() if p not in where})
-    if missing:
-        raise ValueError(f"as_strided_ reaches storage position(s) {missing[:5]} outside the elements of "
-                         f"{'its base' if tensor.base is not None else 'the tensor'}: not modelled")
-    here = np.array([where[p] for p in wanted.reshape(-1).tolist()], dtype=np.int64).reshape(size)
+    size = tuple(s.fields["size"])
+    wanted, here = strided_elements(tensor, s.fields, "as_strided_")
     if tensor.base is not None:
         tensor.rel, tensor.positions, tensor._derived = here, wanted, None
         tensor._base_layout = tensor.base.positions

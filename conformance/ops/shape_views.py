@@ -24,7 +24,8 @@ import numpy as np
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
-from conformance.ops.layout import _check_as_strided, _flattened, _optional_dim, _squeezed, _unsqueezed
+from conformance.ops.layout import (_check_as_strided, _flattened, _optional_dim, _squeezed, _unsqueezed,
+                                    strided_elements)
 from conformance.ops.views import _axis, _bind_views, _integer_dim, _unpack, _viewable
 
 _Take = Callable[[np.ndarray], np.ndarray]
@@ -140,21 +141,7 @@ def _as_strided_reference(m, s) -> None:
     counted in elements; they must be elements of the input's base (of the input, if it is no view)."""
     source = m.tensor(s.args[0])
     root = source.base if source.base is not None else source
-    size, stride = tuple(s.fields["size"]), tuple(s.fields["stride"])
-    flat = source.positions.reshape(-1)
-    offset = s.fields["storage_offset"]
-    offset = (int(flat[0]) if flat.size else 0) if offset is None else int(offset)
-    wanted = np.full(size, offset, dtype=np.int64)
-    for axis, step in enumerate(stride):
-        wanted += np.indices(size, dtype=np.int64)[axis] * step
-    where: dict[int, int] = {}
-    for i, position in enumerate(root.positions.reshape(-1).tolist()):
-        where.setdefault(position, i)
-    missing = sorted({p for p in wanted.reshape(-1).tolist() if p not in where})
-    if missing:
-        raise ValueError(f"as_strided reaches storage position(s) {missing[:5]} outside the elements of "
-                         f"{'its base' if source.base is not None else 'the tensor'}: not modelled")
-    here = np.array([where[p] for p in wanted.reshape(-1).tolist()], dtype=np.int64).reshape(size)
+    _, here = strided_elements(source, s.fields, "as_strided")
     m.bind(s, root.view(lambda a: a.reshape(-1)[here]))
 
 

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["ProgramText", "load_programs", "newest_programs", "programs_path", "write_programs"]
+__all__ = ["ProgramText", "load_programs", "newest_programs", "programs_path", "prune_programs", "write_programs"]
 
 SUFFIX = ".programs.json"
 
@@ -80,13 +80,30 @@ def newest_programs(kept: Mapping[ProgramKey, ProgramText], digests: Mapping[str
 def write_programs(results: Path | str, entries: Iterable[Mapping[str, Any]]) -> Path:
     """Keep *entries* beside *results*, with those already kept for other cells or columns: one entry a
     line, sorted, so that a rerun's file differs only where a program did.  Raises OutputError."""
-    from conformance.outputs import write_file
-
     path = programs_path(results)
     merged = {e.key: e for e in _read(path)}
     for entry in entries:
         text = ProgramText(entry)
         merged[text.key] = text
-    lines = [json.dumps(dict(merged[key]), sort_keys=True, ensure_ascii=False) for key in sorted(merged)]
-    write_file(path, '{"programs": [\n' + ",\n".join(lines) + "\n]}\n")
+    _write(path, merged)
     return path
+
+
+def prune_programs(results: Path | str, known_case_ids: Iterable[str]) -> int:
+    """Remove the programs of cases not in *known_case_ids* from the file kept beside *results* (a case
+    renamed or removed); return how many went.  Raises OutputError."""
+    path = programs_path(results)
+    entries = {e.key: e for e in _read(path)}
+    known = set(known_case_ids)
+    kept = {key: entry for key, entry in entries.items() if entry["case"] in known}
+    if len(kept) != len(entries):
+        _write(path, kept)
+    return len(entries) - len(kept)
+
+
+def _write(path: Path, entries: Mapping[ProgramKey, ProgramText]) -> None:
+    """One entry a line, sorted, so that a rerun's file differs only where a program did."""
+    from conformance.outputs import write_file
+
+    lines = [json.dumps(dict(entries[key]), sort_keys=True, ensure_ascii=False) for key in sorted(entries)]
+    write_file(path, '{"programs": [\n' + ",\n".join(lines) + "\n]}\n")
