@@ -292,3 +292,89 @@ def test_the_program_keeps_the_loop_and_spells_the_counter(write_case) -> None:
     assert "shifted = mu + i" in code
     assert "shifted.add_(paddle.to_tensor(i, dtype=shifted.dtype))" in code  # paddle's in-place methods take a tensor
     assert "shifted.backward(grad_tensor=g)" in code
+
+
+def test_a_tensor_of_the_counter_is_a_fresh_literal_each_iteration(write_case) -> None:
+    obs = _observe(write_case, """
+        id: counter_tensor
+        title: t
+        steps:
+          - {op: tensor, out: mu, value: [1.0], requires_grad: true}
+          - {op: tensor, out: loss, value: 0.0}
+          - op: repeat
+            times: 3
+            var: i
+            steps:
+              - {op: counter_tensor, args: [i], out: f, dtype: float64}
+              - {op: add_, args: [f, 0.5]}
+              - {observe: value, of: f}
+              - {op: mul, args: [mu, f], out: p}
+              - {op: sum, args: [p], out: s}
+              - {op: iadd, args: [loss, s]}
+          - {op: backward, args: [loss]}
+          - {observe: grad, of: mu}
+    """)
+    # each iteration's factor is new: [i] + 0.5, never the last one's value plus another 0.5
+    np.testing.assert_array_equal([obs[f"value(f)[{i}]"] for i in range(3)], [[0.5], [1.5], [2.5]])
+    np.testing.assert_array_equal(obs["grad(mu)"], [4.5])  # 0.5 + 1.5 + 2.5
+    with pytest.raises(CaseError, match="takes a loop counter"):
+        load_case(write_case("""
+            id: not_a_counter
+            title: t
+            steps:
+              - {op: tensor, out: x, value: [1.0]}
+              - {op: counter_tensor, args: [x], out: f}
+              - {observe: value, of: f}
+        """))
+
+
+def test_the_counter_tensor_is_spelled_as_torchs_test_writes_it(write_case) -> None:
+    pytest.importorskip("torch", reason="torch is not installed")
+    from conformance.adapters.torch import TorchAdapter
+    from conformance.program.translate import translate
+
+    case = load_case(write_case("""
+        id: counter_tensor_program
+        title: t
+        steps:
+          - op: repeat
+            times: 2
+            var: i
+            steps:
+              - {op: counter_tensor, args: [i], out: f}
+              - {observe: value, of: f}
+    """))
+    code = translate(case, TorchAdapter(), "cpu", harness=False).code
+    assert "f = torch.tensor([float(i)], dtype=torch.float32" in code
+
+
+def test_where_takes_each_side_by_the_mask_and_sends_each_gradient_back_to_its_side(write_case) -> None:
+    obs = _observe(write_case, """
+        id: where
+        title: t
+        steps:
+          - {op: tensor, out: y, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+          - {op: tensor, out: d, value: [7.0, 8.0], requires_grad: true}
+          - {op: tensor, out: eye, value: [[1.0, 0.0], [0.0, 1.0]]}
+          - {op: ne, args: [eye, 0.0], out: m}
+          - {op: where, args: [m, d, y], out: z}
+          - {op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0]]}
+          - {op: mul, args: [z, w], out: p}
+          - {op: sum, args: [p], out: loss}
+          - {op: backward, args: [loss]}
+          - {observe: value, of: z}
+          - {observe: grad, of: y}
+          - {observe: grad, of: d}
+    """)
+    np.testing.assert_array_equal(obs["value(z)"], [[7.0, 2.0], [3.0, 8.0]])  # d broadcast over rows, on the diagonal
+    np.testing.assert_array_equal(obs["grad(y)"], [[0.0, 2.0], [3.0, 0.0]])  # w off the diagonal
+    np.testing.assert_array_equal(obs["grad(d)"], [1.0, 4.0])  # w on the diagonal, summed over the broadcast rows
+    with pytest.raises(ReferenceFailure, match="not a bool tensor"):
+        _observe(write_case, """
+            id: where_float_mask
+            title: t
+            steps:
+              - {op: tensor, out: x, value: [1.0, 0.0]}
+              - {op: where, args: [x, x, x], out: z}
+              - {observe: value, of: z}
+        """)

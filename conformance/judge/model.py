@@ -15,6 +15,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from conformance.case.model import Step
+from conformance.judge.bits import Reinterpretation
 
 __all__ = ["Float32Rounding", "Machine", "Module", "Node", "Optimizer", "ReferenceFailure", "ReferenceLimit", "Storage",
            "Tensor", "held_grad", "observation_key", "release_grad", "scatter", "unbroadcast", "zero_grad"]
@@ -109,6 +110,11 @@ class Tensor:
         #: a complex tensor of shape S, held as float64 pairs of shape S+(2,) (``view_as_real``'s layout):
         #: its dtype (``complex64``); only ops marked ``takes_complex`` act on one (docs/reference.md)
         self.complex_dtype: str | None = None
+        #: the dtype a literal gave it (``tensor``, ``array``, ``full``), kept by its aliases and views;
+        #: None: not tracked.  A dtype view needs it (``ops/dtype_views.py``).
+        self.dtype: str | None = None
+        #: a dtype view: how its elements read (and write) the bits of storage's values; None: as they are
+        self.reinterpret: Reinterpretation | None = None
 
     @classmethod
     def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor") -> "Tensor":
@@ -139,6 +145,8 @@ class Tensor:
         else:
             self.storage.check_determined(self.positions)
             value = self.storage.data[self.positions]
+        if self.reinterpret is not None:
+            value = self.reinterpret.read(value)
         return value if self.signs is None else value * self.signs
 
     @property
@@ -167,7 +175,7 @@ class Tensor:
     def alias(self, kind: str = "tensor") -> "Tensor":
         """An untracked alias: same storage and positions, a history of its own (``detach()``)."""
         alias = Tensor(self.storage, self.positions, kind=kind, start=self.start)
-        alias.signs = self.signs
+        alias.signs, alias.dtype, alias.reinterpret = self.signs, self.dtype, self.reinterpret
         return alias
 
     def view(self, take: Callable[[np.ndarray], np.ndarray]) -> "Tensor":
@@ -181,6 +189,9 @@ class Tensor:
                           rel=self.relation().reshape(-1)[rel_here])
         if self.signs is not None:
             view.signs = self.signs.reshape(-1)[rel_here]
+        if self.reinterpret is not None:
+            view.reinterpret = self.reinterpret.taken(rel_here)
+        view.dtype = self.dtype
         return view
 
     def relation(self) -> np.ndarray:
@@ -476,7 +487,10 @@ class Machine:
     def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
-        values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
+        if tensor.reinterpret is not None:  # a dtype view: its elements' bits, written into storage's values
+            values = tensor.reinterpret.encode(np.broadcast_to(value, tensor.shape), tensor.positions, data)
+        else:
+            values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
         if tensor.signs is not None:  # stored as the view reads it back (a neg bit stores the negation)
             values = values * tensor.signs.reshape(-1)
         if tensor.start is not None:  # in order, one after another: every element lands

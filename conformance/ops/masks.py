@@ -1,4 +1,4 @@
-"""Boolean masks: comparisons that make them, and indexing with them (``t[a != 0]``, ``t[m] = v``).
+"""Boolean masks: comparisons that make them, indexing with them (``t[a != 0]``, ``t[m] = v``), and ``where``.
 
 A mask index is advanced indexing: reading gives a copy the graph tracks (its gradient summed back where
 it read), writing writes the selected elements of the tensor itself (both frameworks document ``t[mask]``
@@ -73,5 +73,22 @@ register(Op(
     "mask_setitem", "t[mask] = value: write the elements where the bool tensor mask is True (tracked).",
     args=("tensor", "tensor", "operand"), out="none", run_reference=_mask_setitem_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.args[1]}] = {w.arg(s, 2)}"),
+    fuzz=_NOT_FUZZED_MASK,
+))
+
+
+def _where_reference(m, s) -> None:
+    mask = _mask(m, s.args[0])
+
+    def where(x, y):
+        return np.where(mask, x, y), [lambda g: np.where(mask, g, 0.0), lambda g: np.where(mask, 0.0, g)]
+    m.bind(s, m.new(where, s.args[1], s.args[2]))
+
+
+register(Op(
+    "where", "out = torch.where(mask, x, y) (paddle.where): x where the bool tensor mask is True, else y, "
+    "broadcast together; out of place, each gradient going to the side it came from (the spelling of a masked "
+    "write that writes nothing).", args=("tensor", "tensor", "tensor"), run_reference=_where_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.function('where')}({', '.join(s.args)})"),
     fuzz=_NOT_FUZZED_MASK,
 ))

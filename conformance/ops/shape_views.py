@@ -10,10 +10,8 @@ data; its splits copy (``PaddleAdapter.copies``).
 The in-place twins (``squeeze_``, ``unsqueeze_``, ``flatten_``, ``as_strided_``) live in ``layout.py``;
 their element maps are shared from there.
 
-Not here: a dtype view (``t.view(torch.int32)``, paddle ``x.view('int32')``).  The reference keeps one
-float64 value per storage position and a view is a choice of positions; a view whose elements are the
-bit patterns of its base's would need each storage position to hold bytes that two names read as two
-different numbers, which the model cannot say without a second value layer it does not have.
+The dtype view (``t.view(torch.int32)``), whose elements are bit patterns rather than a choice of
+elements, is ``dtype_views.py``.
 """
 
 from __future__ import annotations

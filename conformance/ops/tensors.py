@@ -29,6 +29,7 @@ def _tensor_reference(m, step) -> None:
 
     f = step.fields
     tensor = Tensor.fresh(literal(f["value"], f["dtype"]))
+    tensor.dtype = f["dtype"]
     if f["requires_grad"]:
         tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True)
     m.bind(step, tensor)
@@ -37,7 +38,9 @@ def _tensor_reference(m, step) -> None:
 def _array_reference(m, step) -> None:
     from conformance.judge.model import Tensor
 
-    m.bind(step, Tensor.fresh(literal(step.fields["value"], step.fields["dtype"]), kind="array"))
+    array = Tensor.fresh(literal(step.fields["value"], step.fields["dtype"]), kind="array")
+    array.dtype = step.fields["dtype"]
+    m.bind(step, array)
 
 
 register(Op(
@@ -54,6 +57,30 @@ register(Op(
     run_reference=_array_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = np.array({w.literal(s.fields['value'])}, "
                                   f"dtype=np.{s.fields['dtype']})"),
+))
+
+
+def _check_counter(data, scope, fail) -> None:
+    name = (data.get("args") or [None])[0]
+    if not isinstance(name, str) or scope.get(name) != "counter":
+        raise fail(f"counter_tensor takes a loop counter (the var of an enclosing repeat), not {name!r}")
+
+
+def _counter_tensor_reference(m, step) -> None:
+    from conformance.judge.model import Tensor
+
+    tensor = Tensor.fresh(literal([float(m.counters[step.args[0]])], step.fields["dtype"]))
+    tensor.dtype = step.fields["dtype"]
+    m.bind(step, tensor)
+
+
+register(Op(
+    "counter_tensor", "torch.tensor([float(i)]) (paddle.to_tensor): a one-element tensor of the loop counter i "
+    "this iteration, made fresh each time (a factor outside the graph).", args=("operand",), stage="setup",
+    fields={"dtype": Field("dtype", default="float32", choices=DTYPES[:2])}, check=_check_counter,
+    run_reference=_counter_tensor_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.a.tensor(f"[float({s.args[0]})]", s.fields["dtype"], False)),
+    fuzz="a literal of the counter's value: the fuzzer's literals and its counters as operands say as much",
 ))
 
 
@@ -74,7 +101,9 @@ def _full_reference(m, step) -> None:
     from conformance.judge.model import Tensor
 
     f = step.fields
-    m.bind(step, Tensor.fresh(np.full(tuple(f["shape"]), literal(f["value"], f["dtype"]))))
+    tensor = Tensor.fresh(np.full(tuple(f["shape"]), literal(f["value"], f["dtype"])))
+    tensor.dtype = f["dtype"]
+    m.bind(step, tensor)
 
 
 def _full_spell(w, step) -> None:
@@ -125,7 +154,7 @@ register(Op(
 ))
 register(Op(
     "clone", "out = t.clone(): a copy the graph tracks.", args=("tensor",),
-    run_reference=lambda m, s: m.bind(s, m.new(lambda x: (x.copy(), [lambda g: g]), s.args[0])),
+    run_reference=lambda m, s: m.bind(s, _clone(m, s.args[0])),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'clone')}"),
 ))
 register(Op(
@@ -138,6 +167,13 @@ register(Op(
     run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias()),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'data')}"),
 ))
+
+
+def _clone(m, name: str):
+    """A copy the graph tracks, of the source's dtype (which a dtype view of it needs)."""
+    copy = m.new(lambda x: (x.copy(), [lambda g: g]), name)
+    copy.dtype = m.tensor(name).dtype
+    return copy
 
 
 def _requires_grad_reference(m, step) -> None:
