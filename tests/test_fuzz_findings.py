@@ -297,6 +297,18 @@ def test_variants_of_one_hazard_have_one_cause_and_the_family_comes_from_the_cat
     assert families.cause(["tensor", "sin_"], eager_right).family == COMPILED
 
 
+def test_a_program_without_a_topics_undrawable_entry_op_is_not_of_that_topic() -> None:
+    """Every complex case makes its tensor with complex_tensor, which the fuzzer never draws: a raise at a
+    setitem of a real tensor (an op the complex cases use often) is not a complex finding, and a program
+    that makes a complex tensor still is."""
+    families = _catalogue()
+    assert families.entry_ops["complex"] == {"complex_tensor"}
+    raised = Cell("raises", {"exception": {"kind": "autograd", "op": "setitem"}})
+    verdict = Verdict({"paddle": raised, "torch": Cell("silent-correct", {})}, FINDING)
+    assert families.cause(["tensor", "setitem"], verdict).family != "complex"
+    assert families.cause(["complex_tensor", "real", "setitem"], verdict).family == "complex"
+
+
 # -- compiled modes ---------------------------------------------------------------------------------------
 
 

@@ -31,6 +31,8 @@ __all__ = ["Cause", "Families", "behaviour_class", "interface", "COMPILED"]
 
 #: Ops that only make operands, read results or run backward: they say nothing of the hazard.
 NEUTRAL = frozenset({"tensor", "array", "full", "observe", "sum", "mean", "backward"})
+#: Ops the fuzzer never draws (``Op.fuzz`` gives why): a topic all of whose cases use one is about it.
+_NEVER_DRAWN = frozenset(name for name, op in OPS.items() if isinstance(op.fuzz, str))
 #: Topics of the catalogue that are not hazard families: the seed articles' own examples (a topic by where
 #: its cases come from; each of their hazards also has a topic of its own).
 NOT_FAMILIES = frozenset({"seed"})
@@ -92,6 +94,10 @@ class Families:
                 self.cases.setdefault(case.topic or "", []).append(case)
         self.uses: dict[str, Counter[str]] = {topic: Counter(op for case in cases for op in case.ops)
                                               for topic, cases in self.cases.items()}
+        #: per topic, the ops every one of its cases uses that the fuzzer never draws (``complex_tensor``):
+        #: the topic is about them, so a program without them (any program the fuzzer drew) is not of it
+        self.entry_ops = {topic: frozenset.intersection(*(frozenset(case.ops) for case in cases)) & _NEVER_DRAWN
+                          for topic, cases in self.cases.items()}
         topics_using = Counter(op for counter in self.uses.values() for op in counter)
         self.idf = {op: math.log((1 + len(self.uses)) / (1 + count)) + 1e-3 for op, count in topics_using.items()}
 
@@ -110,9 +116,10 @@ class Families:
                      if verdict.cells[name].outcome == "raises"]
         # A raise is about the op that raised: its topics decide, the other ops only break ties.
         weighed = [op for op in raised_at if op in distinctive] or distinctive
+        used = set(ops)
         scores = {topic: (sum(self.weight(topic, op) for op in weighed), sum(self.weight(topic, op)
                                                                             for op in distinctive))
-                  for topic in self.uses}
+                  for topic in self.uses if not self.entry_ops[topic] or self.entry_ops[topic] & used}
         best = max(sorted(scores), key=lambda topic: scores[topic], default="")
         if _only_compiled(verdict, about):
             family = COMPILED
