@@ -213,7 +213,9 @@ def test_unread_replies_past_the_byte_bound_hold_back_further_requests(engine, t
     engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in cases[1:])
     assert sent() == {"case_0"}  # past the bound: nothing more was sent
     assert engine.run_cell(cases[0], FRAMEWORK, "cpu")["outcome"] == "silent-correct"
-    assert sent() == {"case_1", "case_2", "case_3"}  # taking its reply made room
+    # taking its reply made room: the next request went out (how many more follow depends on when the reader
+    # thread reads case_1's reply, which a loaded machine can make as soon as it is sent)
+    assert "case_1" in sent() and sent() <= {"case_1", "case_2", "case_3"}
     assert [engine.run_cell(case, FRAMEWORK, "cpu")["outcome"] for case in cases[1:]] == ["silent-correct"] * 3
 
 

@@ -91,3 +91,23 @@ def test_prints_in_a_loop_get_every_iteration_s_value() -> None:
 def test_values_are_bounded() -> None:
     assert format_value(list(range(1000))).endswith("…") and len(format_value(list(range(1000)))) == 160
     assert format_value(float("nan")) == "nan" and format_value(True) == "True"
+
+
+@pytest.mark.parametrize("framework", ("torch", "paddle"))
+def test_a_reproducer_prints_a_numpy_scalar_it_observes(framework: str, tmp_path) -> None:
+    """``a[0]`` of a NumPy array is a NumPy scalar, no array: the reproducer prints it as it is (its helper
+    had asked it for .numpy()/.detach(), and the reproducer of such a found case raised before its cell)."""
+    if framework not in adapter_classes() or not is_installed(adapter_classes()[framework]):
+        pytest.skip(f"{framework} is not installed")
+    folder = tmp_path / "cases" / "t"
+    folder.mkdir(parents=True)
+    (folder / "scalar.yaml").write_text(
+        "id: scalar\ntitle: t\nsteps:\n  - {op: array, out: a, value: [1.5]}\n"
+        "  - {op: getitem, args: [a], out: s, index: '0'}\n  - {observe: value, of: s}\n")
+    shown = subprocess.run([sys.executable, "-m", "conformance.cli", "show", "scalar", "--framework", framework,
+                            "--paths", str(tmp_path / "cases")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    ran = subprocess.run([sys.executable, "-c", shown.stdout], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "value(s) 1.5" in ran.stdout, ran.stdout

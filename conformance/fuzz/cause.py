@@ -6,8 +6,10 @@ one cause.  The families are the hand-written catalogue's topics
 (``cases/<topic>/``), learnt from it: a finding belongs to the topic whose cases
 use its ops most distinctively (each op weighted by how few topics use it, as
 tf-idf weighs words), and hinges on the op that weighs most there (for a raise,
-the op that raised).  A finding whose ops no hand-written case uses opens a new
-family; one that only a compiled mode gets wrong is of the family ``compiled``.
+the op that raised).  A topic every case of which uses an op the fuzzer never draws
+(``complex_tensor``) is about that op, so it is no family of a program without it.  A finding
+whose ops no hand-written case uses opens a new family; one that only a compiled mode gets
+wrong is of the family ``compiled``.
 
 A finding is **known** when a hand-written case of its family uses an op of the
 same interface as its pivot (``sin_`` for ``cos_``) and behaves alike (wrong,

@@ -320,8 +320,8 @@ class Writer:
 
     def define_values(self) -> None:
         """The reproducer's read of observed values: a tensor read as the framework's users read it (what
-        the harness reads too), anything else as it is."""
-        self._define("_values", ["def _values(t):", "    if t is None or isinstance(t, np.ndarray):",
+        the harness reads too), anything else (an array, a NumPy scalar such as ``a[0]``) as it is."""
+        self._define("_values", ["def _values(t):", "    if t is None or isinstance(t, (np.ndarray, np.generic)):",
                                  "        return t", f"    return {self.reader.read_expression('t')}", ""])
 
     def _define(self, name: str, lines: list[str]) -> None:
