@@ -117,9 +117,13 @@ class Tensor:
         self.reinterpret: Reinterpretation | None = None
 
     @classmethod
-    def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor") -> "Tensor":
+    def fresh(cls, value: np.ndarray, node: Node | None = None, kind: str = "tensor",
+              dtype: str | None = None) -> "Tensor":
+        """A tensor on new storage holding *value*; *dtype*: the dtype a literal gave it (``Tensor.dtype``)."""
         value = np.array(value, order="C")  # a copy of its own, in order
-        return cls(Storage(value.reshape(-1)), np.arange(value.size).reshape(value.shape), node, kind=kind, start=0)
+        tensor = cls(Storage(value.reshape(-1)), np.arange(value.size).reshape(value.shape), node, kind=kind, start=0)
+        tensor.dtype = dtype
+        return tensor
 
     @property
     def positions(self) -> np.ndarray:

@@ -28,8 +28,7 @@ def _tensor_reference(m, step) -> None:
     from conformance.judge.model import Node, Tensor
 
     f = step.fields
-    tensor = Tensor.fresh(literal(f["value"], f["dtype"]))
-    tensor.dtype = f["dtype"]
+    tensor = Tensor.fresh(literal(f["value"], f["dtype"]), dtype=f["dtype"])
     if f["requires_grad"]:
         tensor._node = Node(tensor.shape, leaf=tensor, requires_grad=True)
     m.bind(step, tensor)
@@ -38,9 +37,8 @@ def _tensor_reference(m, step) -> None:
 def _array_reference(m, step) -> None:
     from conformance.judge.model import Tensor
 
-    array = Tensor.fresh(literal(step.fields["value"], step.fields["dtype"]), kind="array")
-    array.dtype = step.fields["dtype"]
-    m.bind(step, array)
+    dtype = step.fields["dtype"]
+    m.bind(step, Tensor.fresh(literal(step.fields["value"], dtype), kind="array", dtype=dtype))
 
 
 register(Op(
@@ -69,9 +67,8 @@ def _check_counter(data, scope, fail) -> None:
 def _counter_tensor_reference(m, step) -> None:
     from conformance.judge.model import Tensor
 
-    tensor = Tensor.fresh(literal([float(m.counters[step.args[0]])], step.fields["dtype"]))
-    tensor.dtype = step.fields["dtype"]
-    m.bind(step, tensor)
+    dtype = step.fields["dtype"]
+    m.bind(step, Tensor.fresh(literal([float(m.counters[step.args[0]])], dtype), dtype=dtype))
 
 
 register(Op(
@@ -101,9 +98,7 @@ def _full_reference(m, step) -> None:
     from conformance.judge.model import Tensor
 
     f = step.fields
-    tensor = Tensor.fresh(np.full(tuple(f["shape"]), literal(f["value"], f["dtype"])))
-    tensor.dtype = f["dtype"]
-    m.bind(step, tensor)
+    m.bind(step, Tensor.fresh(np.full(tuple(f["shape"]), literal(f["value"], f["dtype"])), dtype=f["dtype"]))
 
 
 def _full_spell(w, step) -> None:
