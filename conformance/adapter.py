@@ -88,6 +88,9 @@ class Adapter:
     #: whose values follow that copy ``copies``, never ``silent-wrong``; a copy where it documents a view
     #: stays wrong and says so.  The reference judges such a cell again with those results copied.
     copies: ClassVar[dict[str, "Copying"]] = {}
+    #: Ops whose backward reads other tensors in this framework than the op declares (``Op.saves``), by op
+    #: name: a framework fact the scanner reasons with (tests/test_op_saves.py checks it against the framework).
+    saves: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: The tool that rewrites the programs before they run (a converter), or None when the harness's
     #: program runs as written.  Then a name the running program lacks is the tool's doing, a finding; only
     #: one the harness's own program lacks is a fault of the harness.

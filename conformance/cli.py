@@ -728,6 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from conformance.fuzz.command import add_command as add_fuzz  # conformance fuzz: its own module
     add_fuzz(sub)
+    from conformance.scan.command import add_command as add_scan  # conformance scan, scan-data: their own module
+    add_scan(sub)
     for name, command in sub.choices.items():  # a command's --help opens with what `conformance --help` says
         if command.description is None:
             command.description = next(a.help for a in sub._choices_actions if a.dest == name)

@@ -77,6 +77,13 @@ class Op:
     check: Check | None = None
     #: acts on complex tensors (``conformance/ops/complex.py``); the reference refuses any other op on one
     takes_complex: bool = False
+    #: What its backward reads, so that a later in-place write to it is one the framework must notice:
+    #: ``input`` (the first argument), ``inputs`` (every tensor argument), ``operands`` (each tensor
+    #: argument, when another argument is a tensor that requires grad: a product), ``output``.  What the
+    #: reference cannot tell (it computes from values as they were): declared, as the frameworks save by
+    #: default, and checked against torch and paddle (tests/test_op_saves.py); a framework that saves
+    #: otherwise says so in its adapter (``Adapter.saves``).  The scanner reasons with it.
+    saves: tuple[str, ...] = ()
     #: Functions given per op instance (families build many ops from one pair).
     run_reference: Callable[["Machine", "Step"], None] | None = None
     run_spell: Callable[["Writer", "Step"], None] | None = None

@@ -31,6 +31,18 @@ class Unary:
     domain: Callable[[Array], Array] | None = None
     #: why the fuzzer never draws it (Op.fuzz), or None
     fuzz: str | None = None
+    #: what backward reads (``Op.saves``) out of place: ``input``, ``output`` or nothing
+    saves: str = ""
+    #: what the in-place spelling's backward reads: its result where it computes the derivative from the
+    #: output (an in-place op has overwritten its input); by default what the out-of-place op saves, when
+    #: that is the output
+    saves_in_place: str | None = None
+
+    @property
+    def in_place_saves(self) -> tuple[str, ...]:
+        saved = self.saves_in_place if self.saves_in_place is not None else (
+            "output" if self.saves == "output" else "")
+        return (saved,) if saved else ()
 
     def __call__(self, x: Array):
         y = self.forward(x)
@@ -52,41 +64,48 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805  # both framew
 #: flat almost everywhere: derivative 0, as both frameworks' backward gives.
 UNARY_MORE = (
     Unary("asin", np.arcsin, lambda x, y: 1.0 / np.sqrt(1.0 - x * x), domain=lambda x: 0.9 * np.tanh(x),
-          fuzz=_NO_DOMAIN),
-    Unary("sinh", np.sinh, lambda x, y: np.cosh(x)),
-    Unary("log", np.log, lambda x, y: 1.0 / x, domain=_POSITIVE, fuzz=_NO_DOMAIN),
-    Unary("log2", np.log2, lambda x, y: 1.0 / (x * np.log(2.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN),
-    Unary("log10", np.log10, lambda x, y: 1.0 / (x * np.log(10.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN),
-    Unary("log1p", np.log1p, lambda x, y: 1.0 / (1.0 + x), domain=lambda x: np.abs(x) - 0.5, fuzz=_NO_DOMAIN),
+          fuzz=_NO_DOMAIN, saves="input"),
+    Unary("sinh", np.sinh, lambda x, y: np.cosh(x), saves="input"),
+    Unary("log", np.log, lambda x, y: 1.0 / x, domain=_POSITIVE, fuzz=_NO_DOMAIN, saves="input"),
+    Unary("log2", np.log2, lambda x, y: 1.0 / (x * np.log(2.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN,
+          saves="input"),
+    Unary("log10", np.log10, lambda x, y: 1.0 / (x * np.log(10.0)), domain=_POSITIVE, fuzz=_NO_DOMAIN,
+          saves="input"),
+    Unary("log1p", np.log1p, lambda x, y: 1.0 / (1.0 + x), domain=lambda x: np.abs(x) - 0.5, fuzz=_NO_DOMAIN,
+          saves="input"),
     Unary("neg", np.negative, lambda x, y: -np.ones_like(x)),
-    Unary("reciprocal", lambda x: 1.0 / x, lambda x, y: -y * y),
-    Unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, domain=_POSITIVE, fuzz=_NO_DOMAIN),
-    Unary("rsqrt", lambda x: 1.0 / np.sqrt(x), lambda x, y: -0.5 * y * y * y, domain=_POSITIVE, fuzz=_NO_DOMAIN),
+    Unary("reciprocal", lambda x: 1.0 / x, lambda x, y: -y * y, saves="output"),
+    Unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, domain=_POSITIVE, fuzz=_NO_DOMAIN, saves="output"),
+    Unary("rsqrt", lambda x: 1.0 / np.sqrt(x), lambda x, y: -0.5 * y * y * y, domain=_POSITIVE, fuzz=_NO_DOMAIN,
+          saves="output"),
     Unary("floor", np.floor, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),
     Unary("ceil", np.ceil, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),
     Unary("round", np.round, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),  # halves to even, as both do
     Unary("elu", lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True),
+          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True, saves="input",
+          saves_in_place="output"),
     Unary("selu", lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
           lambda x, y: _SELU_SCALE * np.where(x > 0, 1.0, _SELU_ALPHA * np.exp(np.minimum(x, 0.0))),
-          activation=True),
+          activation=True, saves="input", saves_in_place="output"),
     Unary("celu", lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),  # alpha 1: elu's values
-          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True),
+          lambda x, y: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0))), activation=True, saves="input",
+          saves_in_place="output"),
     Unary("hardtanh", lambda x: np.clip(x, -1.0, 1.0), lambda x, y: ((x > -1.0) & (x < 1.0)).astype(np.float64),
-          activation=True),
+          activation=True, saves="input"),
     Unary("leaky_relu", lambda x: np.where(x > 0, x, 0.01 * x), lambda x, y: np.where(x > 0, 1.0, 0.01),
-          activation=True),
+          activation=True, saves="input", saves_in_place="output"),
 )
 
 
 UNARY: dict[str, Unary] = {u.name: u for u in (
-    Unary("sin", np.sin, lambda x, y: np.cos(x)),
-    Unary("cos", np.cos, lambda x, y: -np.sin(x)),
-    Unary("exp", np.exp, lambda x, y: y),
-    Unary("tanh", np.tanh, lambda x, y: 1.0 - y * y),
-    Unary("abs", np.abs, lambda x, y: np.sign(x)),
-    Unary("sigmoid", _sigmoid, lambda x, y: y * (1.0 - y), activation=True),
-    Unary("relu", lambda x: np.maximum(x, 0.0), lambda x, y: (x > 0).astype(np.float64), activation=True),
+    Unary("sin", np.sin, lambda x, y: np.cos(x), saves="input"),
+    Unary("cos", np.cos, lambda x, y: -np.sin(x), saves="input"),
+    Unary("exp", np.exp, lambda x, y: y, saves="output"),
+    Unary("tanh", np.tanh, lambda x, y: 1.0 - y * y, saves="output"),
+    Unary("abs", np.abs, lambda x, y: np.sign(x), saves="input"),
+    Unary("sigmoid", _sigmoid, lambda x, y: y * (1.0 - y), activation=True, saves="output"),
+    Unary("relu", lambda x: np.maximum(x, 0.0), lambda x, y: (x > 0).astype(np.float64), activation=True,
+          saves="output"),
     *UNARY_MORE,
 )}
 
@@ -97,7 +116,8 @@ def _out_of_place(fn: Unary) -> Op:
         w.emit(f"{w.out(s)} = {call}({s.args[0]})")
 
     return Op(fn.name, f"out = {fn.name}(t), out of place.", args=("tensor",),
-              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])), run_spell=spell, fuzz=fn.fuzz)
+              run_reference=lambda m, s: m.bind(s, m.new(fn, s.args[0])), run_spell=spell, fuzz=fn.fuzz,
+              saves=(fn.saves,) if fn.saves else ())
 
 
 def _in_place(fn: Unary) -> Op:
@@ -113,7 +133,7 @@ def _in_place(fn: Unary) -> Op:
 
     spelling = "functional" if fn.activation else "method"
     return Op(fn.name + "_", f"{fn.name}_ in place ({spelling} spelling).", args=("tensor",),
-              out="optional", run_reference=reference, run_spell=spell, fuzz=fn.fuzz)
+              out="optional", run_reference=reference, run_spell=spell, fuzz=fn.fuzz, saves=fn.in_place_saves)
 
 
 for _fn in UNARY.values():
@@ -152,15 +172,17 @@ class Binary:
     fn: Callable
     method: str | None = None
     fuzz: Callable | None = None  # the out-of-place op's rule for the fuzzer (Op.fuzz)
+    saves: tuple[str, ...] = ()  # what the out-of-place op's backward reads (Op.saves)
 
 
 BINARY: dict[str, Binary] = {b.name: b for b in (
     Binary("add", "+", lambda a, b: (a + b, [lambda g: g, lambda g: g]), "add_"),
     Binary("sub", "-", lambda a, b: (a - b, [lambda g: g, lambda g: -g]), "sub_"),
-    Binary("mul", "*", lambda a, b: (a * b, [lambda g: g * b, lambda g: g * a]), "mul_"),
-    Binary("div", "/", lambda a, b: (a / b, [lambda g: g / b, lambda g: -g * a / (b * b)]), "div_"),
-    Binary("pow", "**", _pow),
-    Binary("matmul", "@", _matmul, fuzz=_matmul_fuzz),
+    Binary("mul", "*", lambda a, b: (a * b, [lambda g: g * b, lambda g: g * a]), "mul_", saves=("operands",)),
+    Binary("div", "/", lambda a, b: (a / b, [lambda g: g / b, lambda g: -g * a / (b * b)]), "div_",
+           saves=("operands",)),
+    Binary("pow", "**", _pow, saves=("input",)),
+    Binary("matmul", "@", _matmul, fuzz=_matmul_fuzz, saves=("operands",)),
 )}
 
 _PYTHON_SCALAR = Field("bool", default=False, doc=(
@@ -217,7 +239,7 @@ for _b in BINARY.values():
         run_reference=(lambda fn: lambda m, s: m.bind(s, m.new(fn, *s.args)))(_b.fn),
         run_spell=(lambda sym: lambda w, s: w.emit(
             f"{w.out(s)} = {w.arg(s, 0)} {sym} {w.arg(s, 1)}"))(_b.symbol),
-        fuzz=_b.fuzz,
+        fuzz=_b.fuzz, saves=_b.saves,
     ))
     if _b.method:
         register(Op(
@@ -307,7 +329,7 @@ def _bounds(w, s) -> tuple[str, str]:
 
 register(Op(
     "clip", "out = t.clip(min, max), out of place.", args=("tensor",), fields=dict(_BOUNDS),
-    check=_check_bounds, run_reference=_clip_reference(False), fuzz=_clip_fuzz,
+    check=_check_bounds, run_reference=_clip_reference(False), fuzz=_clip_fuzz, saves=("input",),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "clip", *_bounds(w, s))),
 ))
 register(Op(

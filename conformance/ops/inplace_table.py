@@ -56,7 +56,7 @@ _SOFTMAX_DIM = Field("number", default=-1, doc="the dimension softmax normalizes
 
 register(Op(
     "softmax", "out = F.softmax(t, dim): out of place.", args=("tensor",), fields={"dim": _SOFTMAX_DIM},
-    check=_integer_dim, fuzz=_softmax_fuzz,
+    check=_integer_dim, fuzz=_softmax_fuzz, saves=("output",),
     run_reference=lambda m, s: m.bind(s, m.new(_softmax_of(m, s), s.args[0])),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.activation_function('softmax')}({s.args[0]}, "
                                   f"dim={s.fields['dim']})"),
@@ -71,7 +71,7 @@ def _softmax_inplace_spell(w, s) -> None:
 register(Op(
     "softmax_", "F.softmax_(t, dim): softmax in place (paddle's; torch has no in-place softmax).",
     args=("tensor",), out="optional", fields={"dim": _SOFTMAX_DIM}, check=_integer_dim, fuzz=_softmax_fuzz,
-    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_softmax_of(m, s)),
+    saves=("output",), run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_softmax_of(m, s)),
     run_spell=_softmax_inplace_spell,
 ))
 

@@ -64,7 +64,8 @@ def _rnn_forward(m, module, inputs) -> list:
 #: upper == 0.25 (``Adapter.activation_modules``): a leaky ReLU of slope 0.25 in training and eval mode alike.
 ACTIVATIONS: dict[str, Unary] = {
     **{name: UNARY[name] for name in ("relu", "sigmoid", "tanh", "elu", "selu", "celu", "hardtanh", "leaky_relu")},
-    "rrelu": Unary("rrelu", lambda x: np.where(x > 0, x, 0.25 * x), lambda x, y: np.where(x > 0, 1.0, 0.25)),
+    "rrelu": Unary("rrelu", lambda x: np.where(x > 0, x, 0.25 * x), lambda x, y: np.where(x > 0, 1.0, 0.25),
+                   saves="input"),
 }
 
 
@@ -78,17 +79,19 @@ def _activation_forward(m, module, inputs) -> list:
 
 @dataclass(frozen=True)
 class ModuleKind:
-    """A kind of module: its parameters (neutral layout), how many names a call binds, its forward."""
+    """A kind of module: its parameters (neutral layout), how many names a call binds, its forward, and what
+    a call's backward reads (``Op.saves``; an activation's is its function's)."""
 
     name: str
     parameters: tuple[str, ...]
     outputs: int
     forward: Callable[[Any, Any, list], list]
+    saves: tuple[str, ...] = ()
 
 
 MODULE_KINDS: dict[str, ModuleKind] = {k.name: k for k in (
-    ModuleKind("linear", ("weight", "bias"), 1, _linear_forward),
-    ModuleKind("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"), 2, _rnn_forward),
+    ModuleKind("linear", ("weight", "bias"), 1, _linear_forward, saves=("input",)),
+    ModuleKind("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"), 2, _rnn_forward, saves=("inputs",)),
     ModuleKind("activation", (), 1, _activation_forward),
 )}
 
@@ -216,7 +219,7 @@ def _mse(a, b):
 
 register(Op(
     "mse_loss", "out = the framework's functional mean squared error.", args=("tensor", "tensor"),
-    run_reference=lambda m, s: m.bind(s, m.new(_mse, *s.args)),
+    saves=("inputs",), run_reference=lambda m, s: m.bind(s, m.new(_mse, *s.args)),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.mse_loss(s.args[0], s.args[1])}"),
     fuzz=_mse_loss_fuzz,
 ))

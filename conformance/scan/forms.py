@@ -1,0 +1,130 @@
+"""How a statement or expression spells an op, as a *form*: the key the scanner's vocabulary is indexed by.
+
+A form is a short string that names what the code calls, resolved through its imports, not the names the
+code happens to bind: ``fn:torch.nn.functional.relu`` (a function, however ``F`` was imported),
+``method:add_`` (a method of whatever receiver), ``binop:Mult``, ``aug:Add`` (``x += y``), ``aug-data:Mult``
+(``x.data *= 3``), ``setitem``, ``getitem``, ``attr:data``, ``setattr:data``, ``compare:Gt``, ``assign``,
+``with:torch.no_grad``, ``for``.  The same functions read the catalogue's kept programs (to learn how each
+framework spells each op, ``scan/derive.py``) and the user's code, so the two always agree.
+"""
+
+from __future__ import annotations
+
+import ast
+__all__ = ["Imports", "argument_kind", "call_form", "statement_form", "OUT_SUFFIX"]
+
+#: Appended to a function's form when the call passes ``out=`` (``torch.add(a, b, out=c)`` is another op).
+OUT_SUFFIX = "+out"
+
+
+class Imports:
+    """Which local names stand for which modules or objects: ``F`` -> ``torch.nn.functional``."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.names[alias.asname] = alias.name
+                else:  # `import torch.nn` binds `torch`
+                    root = alias.name.split(".")[0]
+                    self.names[root] = root
+        elif node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    @classmethod
+    def of(cls, tree: ast.AST) -> "Imports":
+        """Every import anywhere in *tree* (a name imported inside a function is taken as the file's)."""
+        imports = cls()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imports.add(node)
+        return imports
+
+    def qualify(self, expr: ast.AST) -> str | None:
+        """``F.relu`` -> ``torch.nn.functional.relu`` when ``F`` is an import; None for anything else."""
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if isinstance(expr, ast.Name) and expr.id in self.names:
+            return ".".join([self.names[expr.id], *reversed(parts)])
+        return None
+
+    def roots(self) -> set[str]:
+        """The top-level packages the file imports (``torch``, ``paddle``, ``numpy`` ...)."""
+        return {qualified.split(".")[0] for qualified in self.names.values()}
+
+
+def call_form(call: ast.Call, imports: Imports) -> str:
+    """The form of a call: a function by its qualified name, a method by its name, a call of a local name
+    (a module, a function of the file) as ``call``."""
+    qualified = imports.qualify(call.func)
+    if qualified:
+        return "fn:" + qualified + (OUT_SUFFIX if any(k.arg == "out" for k in call.keywords) else "")
+    if isinstance(call.func, ast.Attribute):
+        return "method:" + call.func.attr
+    return "call"
+
+
+
+def argument_kind(call: ast.Call, imports: Imports) -> str:
+    """How the call spells its first argument after the tensor (a method's first, a function's second):
+    ``framework`` (an attribute of an imported module, such as ``torch.float32``), ``string``, ``number``,
+    ``value`` (anything else), or ``none``.  One spelling can be two ops told apart so:
+    ``x.view(torch.int32)`` is a dtype view, ``x.view(2, 3)`` a shape view."""
+    position = 0 if isinstance(call.func, ast.Attribute) and imports.qualify(call.func) is None else 1
+    if len(call.args) <= position:
+        return "none"
+    first = call.args[position]
+    if isinstance(first, ast.Constant):
+        if isinstance(first.value, str):
+            return "string"
+        return "number" if isinstance(first.value, (int, float)) and not isinstance(first.value, bool) else "value"
+    if isinstance(first, ast.UnaryOp) and isinstance(first.operand, ast.Constant):
+        return "number"
+    return "framework" if imports.qualify(first) else "value"
+
+
+def expression_form(value: ast.AST, imports: Imports) -> str | None:
+    """The form of the expression an assignment binds, or None when it spells no op."""
+    if isinstance(value, ast.Call):
+        return call_form(value, imports)
+    if isinstance(value, ast.BinOp):
+        return "binop:" + type(value.op).__name__
+    if isinstance(value, ast.Subscript):
+        return "getitem"
+    if isinstance(value, ast.Attribute):
+        return "attr:" + value.attr
+    if isinstance(value, ast.Name):
+        return "assign"
+    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+        return "compare:" + type(value.ops[0]).__name__
+    return None
+
+
+def statement_form(statement: ast.stmt, imports: Imports) -> str | None:
+    """The form of one statement, or None."""
+    if isinstance(statement, ast.AugAssign):
+        through_data = isinstance(statement.target, ast.Attribute) and statement.target.attr == "data"
+        return ("aug-data:" if through_data else "aug:") + type(statement.op).__name__
+    if isinstance(statement, ast.Assign):
+        target = statement.targets[0]
+        if isinstance(target, ast.Subscript):
+            return "setitem"
+        if isinstance(target, ast.Attribute):
+            return "setattr:" + target.attr
+        return expression_form(statement.value, imports)
+    if isinstance(statement, ast.Expr):
+        return expression_form(statement.value, imports)
+    if isinstance(statement, ast.With) and statement.items:
+        context = statement.items[0].context_expr
+        qualified = imports.qualify(context.func if isinstance(context, ast.Call) else context)
+        return "with:" + qualified if qualified else None
+    if isinstance(statement, ast.For):
+        return "for"
+    return None

@@ -1,0 +1,497 @@
+"""The scanner's rules: each one a pattern of in-place or aliasing code the catalogue has cases of.
+
+A rule reads a function's trace (``scan/events.py``) and returns :class:`Sighting`\\ s: where the pattern is,
+and its *facets*, the facts that tell one case of the pattern from another (which op saved the tensor,
+which op wrote it, through which view), most telling first.  A rule names no case and knows no behaviour:
+the catalogue's own programs, read by the same rules, say which case each sighting is
+(``scan/catalogue.py``), and the committed results say what that case does on each framework and version.
+
+Adding a rule is one class here, listed in :data:`RULES`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterable
+
+from conformance.scan.events import Trace, Write
+from conformance.scan.model import Saved, Value
+
+__all__ = ["RULES", "Rule", "Sighting", "rule"]
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One place where a rule's pattern is, with what tells its case."""
+
+    code: str
+    node: ast.AST
+    facets: tuple[tuple[str, str], ...]
+    #: the words of the message, filled in from what the code shows (names, lines, ops)
+    says: str
+
+    @property
+    def line(self) -> int:
+        return getattr(self.node, "lineno", 0)
+
+    @property
+    def column(self) -> int:
+        return getattr(self.node, "col_offset", 0) + 1
+
+
+class Rule:
+    """A pattern: its code, what it is about, and which of its facets decide the behaviour."""
+
+    code: str = ""
+    title: str = ""
+    #: the facets a case of the catalogue must share with a sighting to stand for it (the others only make
+    #: one case a closer match than another)
+    decisive: tuple[str, ...] = ()
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        raise NotImplementedError
+
+
+RULES: list[Rule] = []
+
+
+def rule(cls: type[Rule]) -> type[Rule]:
+    RULES.append(cls())
+    return cls
+
+
+# -- helpers the rules share ----------------------------------------------------------------------------
+
+
+def _writer(write: Write) -> str:
+    return f"call:{write.function}" if write.function else write.op
+
+
+def _path(write: Write) -> str | None:
+    """How the write escapes autograd's notice, if it does: ``.data``, ``detach``, a NumPy array, or an op
+    that records no history (``set_value``)."""
+    if write.op == "set_data" or write.fields.get("attribute") == "data":
+        return "data"
+    if write.untracked:
+        return write.op
+    return write.target.untracked_path
+
+
+def _via(value: Value) -> str:
+    view = value.through_view
+    return f"view:{view.link_op}" if view is not None else "direct"
+
+
+def _grad(write: Write) -> str:
+    return "on" if write.grad_enabled else "off"
+
+
+def _named(write: Write) -> str:
+    return f"`{write.name}`" if write.name else "the tensor"
+
+
+def _reads_elsewhere(trace: Trace, write: Write, *, same_object: bool) -> list:
+    """Reads after *write* of its memory through another name (the same object: an alias) or through
+    another object on the same memory that existed when it was written (a view, an array)."""
+    found = []
+    for read in trace.reads_after(write.time):
+        if same_object:
+            if read.value is write.target and read.name != write.name and read.name in write.aliases:
+                found.append(read)
+        elif read.value is not write.target and read.value.memory is not None \
+                and read.value.memory is write.target.memory and read.value.made < write.time:
+            found.append(read)
+    return found
+
+
+def _live(write: Write) -> Saved | None:
+    """The latest save of the written memory whose op's result a backward can reach (``Value.live``)."""
+    for saved in reversed(write.saved):
+        if saved.result is None or saved.result.live:
+            return saved
+    return None
+
+
+def _link_between(a: Value, b: Value) -> Value | None:
+    """The value on the path between *a* and *b* that links them (a view, a conversion, an array)."""
+    for value in (*a.chain(), *b.chain()):
+        if value.link is not None and (value in set(a.chain()) ^ set(b.chain())):
+            return value
+    return None
+
+
+# -- the rules -------------------------------------------------------------------------------------------
+
+
+@rule
+class SavedTensorWrite(Rule):
+    code = "IC101"
+    title = "an in-place write to a tensor an op saved for its backward"
+    decisive = ("rebinds", "role")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if _path(write) or write.target.kind == "array":
+                continue
+            saved = _live(write)
+            if saved is None:
+                continue
+            facets = (("rebinds", str(write.rebinds)), ("role", saved.role), ("via", _via(write.target)),
+                      ("writer", _writer(write)), ("saver", saved.op), ("grad", _grad(write)))
+            yield Sighting(self.code, write.node, facets,
+                           f"{_named(write)} is written in place after `{saved.op}` saved it (its {saved.role}, "
+                           f"line {saved.node.lineno}) for backward")
+
+
+@rule
+class UntrackedWrite(Rule):
+    code = "IC102"
+    title = "a write through .data, .detach(), a NumPy array or set_value into a tensor autograd uses"
+    decisive = ("path", "after")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            path = _path(write)
+            if not path:
+                continue
+            saved = _live(write)
+            if saved is not None:
+                what, saver = "saved", saved.op
+            elif path == "data" and (write.leaf or write.target.root().leaf):
+                what, saver = "leaf", ""  # .data of a leaf: the handle whose meaning the frameworks disagree on
+            else:
+                continue
+            facets = (("path", path), ("after", what), ("rebinds", str(write.rebinds)), ("writer", _writer(write)),
+                      ("saver", saver), ("grad", _grad(write)))
+            through = {"data": "`.data`", "numpy": "a NumPy array on its memory"}.get(path, f"`{path}`")
+            about = (f"the tensor `{saved.op}` saved for backward (line {saved.node.lineno})"
+                     if saved is not None else "a leaf that requires grad")
+            yield Sighting(self.code, write.node, facets, f"a write through {through} into {about}")
+
+
+@rule
+class LeafWrite(Rule):
+    code = "IC103"
+    title = "an in-place write to a leaf that requires grad"
+    decisive = ("grad", "compiled")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if not write.leaf or _path(write) or write.target.grad_of is not None:
+                continue
+            if not write.grad_enabled and not write.relayout:
+                continue  # the documented way to update a parameter: under no_grad
+            # under no_grad the documented way to update a parameter is a write of its values: only a write that
+            # relays the leaf out (set_, resize_, transpose_) is seen there, and which one decides
+            grad = "on" if write.grad_enabled else f"off:{_writer(write)}"
+            facets = (("grad", grad), ("compiled", write.compiled or "no"), ("via", _via(write.target)),
+                      ("writer", _writer(write)))
+            yield Sighting(self.code, write.node, facets,
+                           f"{_named(write)} is a leaf that requires grad, written in place"
+                           + ("" if write.grad_enabled else " (under no_grad)"))
+
+
+@rule
+class AugmentedAlias(Rule):
+    code = "IC104"
+    title = "an augmented assignment (+=, -=, *=, /=) to a tensor another name still holds"
+    decisive = ("witness", "grad")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if not write.rebinds or _path(write) or write.target.grad_of is not None or write.target.kind == "array":
+                continue
+            readers = _reads_elsewhere(trace, write, same_object=True)
+            if readers and write.target.kind == "tensor":
+                witness, says = "alias", (f"`{readers[0].name}` is the same tensor as {_named(write)}, and is read "
+                                          f"after it (line {readers[0].node.lineno})")
+            elif write.leaf:
+                witness, says = "parameter", f"{_named(write)} is a leaf that requires grad (a parameter)"
+            else:
+                continue
+            facets = (("witness", witness), ("grad", _grad(write)), ("writer", write.op))
+            yield Sighting(self.code, write.node, facets, f"`{write.op}` on {_named(write)}: {says}")
+
+
+@rule
+class ViewWrite(Rule):
+    code = "IC105"
+    title = "an in-place write seen through another view or alias of the same memory (detach, a slice, reshape)"
+    decisive = ("write", "read", "options", "graph", "kind", "after")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if _path(write) or write.target.kind == "array":
+                continue
+            view = write.target.through_view
+            readers = [r for r in _reads_elsewhere(trace, write, same_object=False) if r.value.kind != "array"
+                       and not _numpy_between(r.value, write.target)]
+            in_graph = write.requires_grad is not False and write.grad_enabled
+            written_via = _relation(write.target)
+            if readers:
+                reader = readers[0]
+                read_via = _relation(reader.value)
+                if written_via == "base" and read_via == "base":
+                    continue  # two names of one tensor: the alias rule's
+            elif view is not None and in_graph and any(b.time > write.time for b in trace.backwards):
+                reader, read_via = None, "backward"
+            else:
+                continue
+            options = view.given if view is not None else ()
+            facets = (("write", written_via), ("read", read_via), ("options", ",".join(options)),
+                      ("graph", "grad" if in_graph else "plain"), ("kind", "relayout" if write.relayout else "values"),
+                      ("after", "relayout" if write.after_relayout else "none"), ("writer", _writer(write)))
+            through = "" if written_via == "base" else f" through a `{written_via}` view"
+            seen = ("backward reads the graph" if reader is None else
+                    f"`{reader.name}` ({'the base' if read_via == 'base' else 'a `' + read_via + '` of it'}) is read "
+                    f"after (line {reader.node.lineno})")
+            yield Sighting(self.code, write.node, facets, f"{_named(write)} is written in place{through}; {seen}")
+
+
+def _relation(value: Value) -> str:
+    """How a value reaches the memory it is on: the op of its nearest view or untracked alias, else ``base``."""
+    for link in value.chain():
+        if link.link in ("view", "untracked"):
+            return link.link_op or link.link
+    return "base"
+
+
+def _numpy_between(a: Value, b: Value) -> bool:
+    return any(v.link in ("tensor->array", "array->tensor") for v in (*a.chain(), *b.chain()))
+
+
+@rule
+class SharedWithNumpy(Rule):
+    code = "IC106"
+    title = "a write to memory a tensor and a NumPy array share, read on the other side"
+    decisive = ("link", "zero_copy")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            readers = [r for r in _reads_elsewhere(trace, write, same_object=False)
+                       if r.value.kind != write.target.kind and r.value.kind in ("tensor", "array")
+                       and _numpy_between(r.value, write.target)]
+            if not readers:
+                continue
+            link = next((v for v in (*write.target.chain(), *readers[0].value.chain())
+                         if v.link in ("tensor->array", "array->tensor")), None)
+            if link is None:
+                continue
+            zero_copy = str(link.op == "construct_tensor" and "zero_copy" in link.given)
+            facets = (("link", link.link_op or "?"), ("zero_copy", zero_copy), ("side", write.target.kind),
+                      ("writer", _writer(write)))
+            other = "array" if write.target.kind == "tensor" else "tensor"
+            yield Sighting(self.code, write.node, facets,
+                           f"{_named(write)} shares memory with a NumPy {other if other == 'array' else 'tensor'} "
+                           f"(`{link.link_op}`, line {getattr(link.node, 'lineno', '?')}), which is read after "
+                           f"(line {readers[0].node.lineno})")
+
+
+@rule
+class NumpyOfGradTensor(Rule):
+    code = "IC107"
+    title = ".numpy() of a tensor that requires grad"
+    decisive = ("of",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op == "numpy" and use.requires_grad is True:
+                yield Sighting(self.code, use.node, (("of", "leaf" if use.leaf else "result"),),
+                               "`.numpy()` of a tensor that requires grad")
+
+
+@rule
+class HeldGradient(Rule):
+    code = "IC108"
+    title = "a gradient held in a name (g = w.grad): written in place, or read after zero_grad"
+    decisive = ("what", "grad")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if any(v.grad_of is not None for v in write.target.chain()):
+                facets = (("what", "write"), ("grad", _grad(write)), ("rebinds", str(write.rebinds)),
+                          ("writer", write.op))
+                yield Sighting(self.code, write.node, facets,
+                               f"{_named(write)} holds a `.grad`, written in place (the gradient itself changes)")
+        for zero in trace.zero_grads:
+            for read in trace.reads_after(zero.time):
+                value = read.value
+                if value.grad_of is not None and value.made < zero.time:
+                    facets = (("what", "zero_grad"), ("grad", "on"), ("set_to_none", str(zero.set_to_none)))
+                    yield Sighting(self.code, read.node, facets,
+                                   f"`{read.name}` holds a `.grad` taken before zero_grad (line {zero.node.lineno})")
+                    break
+
+
+@rule
+class StaleGraph(Rule):
+    code = "IC109"
+    title = "backward through a graph computed before the parameters it used changed (an optimizer step)"
+    decisive = ("where",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for backward in trace.backwards:
+            if backward.stale is None:
+                continue
+            facets = (("where", str(backward.where)), ("by", backward.stale), ("retain", str(backward.retain)))
+            where = f" (line {backward.update.lineno})" if backward.update is not None else ""
+            yield Sighting(self.code, backward.node, facets,
+                           f"backward reaches values computed before the parameters they used were updated in "
+                           f"place{where}")
+
+
+@rule
+class OutWithGrad(Rule):
+    code = "IC110"
+    title = "out= on inputs that require grad"
+    decisive = ("op",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op == "out":
+                yield Sighting(self.code, use.node, (("op", str(use.fields.get("op"))),),
+                               "`out=` on an input that requires grad")
+
+
+@rule
+class CompiledArgumentWrite(Rule):
+    code = "IC111"
+    title = "an in-place write to an argument inside a compiled function"
+    decisive = ("grad",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if not write.compiled or write.call is not None:
+                continue
+            argument = next((v.argument for v in write.target.chain() if v.argument), None)
+            if argument is None:
+                continue
+            facets = (("grad", _grad(write)), ("via", _via(write.target)), ("writer", _writer(write)))
+            yield Sighting(self.code, write.node, facets,
+                           f"`{argument}`, an argument of a function compiled by {write.compiled}, is written in place")
+
+
+@rule
+class ConversionAlias(Rule):
+    code = "IC112"
+    title = "a write to what a conversion returned, when the conversion returned its input"
+    decisive = ("conversion", "argument")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            link = next((v for v in write.target.chain() if v.link == "self"), None)
+            readers = _reads_elsewhere(trace, write, same_object=False)
+            if link is None or not readers:
+                continue
+            facets = (("conversion", link.link_op or "?"), ("argument", link.argument_kind or "none"),
+                      ("writer", _writer(write)))
+            yield Sighting(self.code, write.node, facets,
+                           f"{_named(write)} came from `{link.link_op}`, which returns the tensor itself when it "
+                           f"already is what was asked; the original is read after (line {readers[0].node.lineno})")
+
+
+@rule
+class MaskedWrite(Rule):
+    code = "IC113"
+    title = "a boolean-mask write into a tensor in the graph"
+    decisive = ("writes",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if write.op == "mask_setitem" and write.grad_enabled and write.requires_grad is not False \
+                    and not write.leaf:
+                source = "self" if write.source is not None and write.source.op == "mask_getitem" else "other"
+                yield Sighting(self.code, write.node, (("writes", source),),
+                               f"{_named(write)}[mask] = ... writes the elements a mask picks, in the graph")
+
+
+@rule
+class GradientToSource(Rule):
+    code = "IC114"
+    title = "an in-place write of a tensor that requires grad: its gradient must flow back to it"
+    decisive = ("into", "writer")
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if not write.grad_enabled or _path(write) or write.source is None or write.source.requires_grad is not True:
+                continue
+            if write.op in ("mask_setitem",):
+                continue  # the mask write's own rule
+            into = "untracked" if write.requires_grad is False else "graph"
+            facets = (("into", into), ("writer", _writer(write)))
+            yield Sighting(self.code, write.node, facets,
+                           f"`{write.op}` writes a tensor that requires grad into {_named(write)}: the gradient must "
+                           f"flow back to it" + (", though the target requires none" if into == "untracked" else ""))
+
+
+@rule
+class ViewGradState(Rule):
+    code = "IC115"
+    title = "requires_grad_(False) or detach_() on a view or a result in the graph"
+    decisive = ("op",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            off = (use.op == "requires_grad_" and use.fields.get("requires_grad") is False) or use.op == "detach_"
+            if off and use.view and use.requires_grad is not False:
+                yield Sighting(self.code, use.node, (("op", use.op),),
+                               f"`{use.op}` on a view of a tensor in the graph")
+
+
+@rule
+class RetainGradTwice(Rule):
+    code = "IC116"
+    title = "retain_grad() on a tensor, then more than one backward"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op == "retain_grad" and len([b for b in trace.backwards if b.time > use.time]) > 1:
+                yield Sighting(self.code, use.node, (("backwards", "many"),),
+                               "the retained gradient of a non-leaf across two backward calls")
+                break
+
+
+@rule
+class GradFnRead(Rule):
+    code = "IC117"
+    title = "reading .grad_fn to tell whether a tensor has a history"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op == "grad_fn":
+                history = {True: "yes", False: "no", None: "unknown"}[use.requires_grad]
+                yield Sighting(self.code, use.node, (("history", history),),
+                               "`.grad_fn` read to tell a tensor's history")
+
+
+@rule
+class OverlappingUnfold(Rule):
+    code = "IC118"
+    title = "unfold with overlapping windows on a tensor in the graph"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op != "unfold" or use.requires_grad is False or not use.grad_enabled:
+                continue
+            size, step = (use.numbers[1:3] + (None, None))[:2] if len(use.numbers) >= 3 else (None, None)
+            if isinstance(size, int) and isinstance(step, int) and step >= size:
+                continue  # windows that do not overlap: no element in two of them
+            yield Sighting(self.code, use.node, (("windows", "overlap"),),
+                           "`unfold` whose windows overlap, on a tensor that requires grad")
+
+
+@rule
+class CopyingConversion(Rule):
+    code = "IC119"
+    title = "to(..., copy=True) of a tensor that requires grad"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.fields.get("copy") is True and use.requires_grad is not False and use.grad_enabled:
+                yield Sighting(self.code, use.node, (("copy", "True"),),
+                               "a copying conversion of a tensor that requires grad")
+
+
+def by_code() -> dict[str, Rule]:
+    return {r.code: r for r in RULES}
