@@ -81,6 +81,8 @@ class Case:
     remedy: tuple[str, ...] = ()
     #: Why no safe spelling exists, where none does (exclusive with ``remedy``).
     no_remedy: str = ""
+    #: Why no static rule of ``conformance scan`` can find this hazard in code, where none can.
+    not_scanned: str = ""
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
     #: What decides a cell's result (steps, tolerance, timeout), hashed: a record carries it, so a result
     #: of a case edited since it ran is known to be stale.  Titles and prose do not change it.

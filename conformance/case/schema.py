@@ -155,6 +155,7 @@ def _top_level() -> Schema:
         "remedy": {"type": "array", "minItems": 1, "uniqueItems": True,
                    "items": {"type": "string", "pattern": _ID}},
         "no_remedy": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
+        "not_scanned": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
         "tolerance": {
             "type": "object",
             "properties": {"rtol": {"type": "number", "minimum": 0},

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from conformance.scan.events import Trace, Write
-from conformance.scan.forms import Imports
+from conformance.scan.forms import Imports, call_form
 from conformance.scan.interpret import ClassInfo, FileContext, Interpreter
 from conformance.scan.model import Module, Value
 from conformance.scan.rules import RULES, Sighting
@@ -29,6 +29,9 @@ class FileReading:
     modes: dict[int, str | None] = field(default_factory=dict)
     error: str | None = None
     lines: int = 0
+    #: what the file calls (``forms.call_form``): among cases that match a sighting equally, the one whose
+    #: program calls what the file calls is the likelier
+    forms: frozenset[str] = frozenset()
 
 
 def read_source(text: str, path: str, vocabulary: Vocabulary, framework: str | None = None) -> FileReading:
@@ -52,6 +55,7 @@ def read_source(text: str, path: str, vocabulary: Vocabulary, framework: str | N
     if chosen is None:
         return reading
     reading.framework = chosen
+    reading.forms = frozenset(call_form(n, imports) for n in nodes if isinstance(n, ast.Call))
     context = _context(tree, nodes, imports, vocabulary, chosen)
     seen: set[tuple[str, int, int]] = set()
     for trace in _traces(tree, nodes, context):

@@ -119,6 +119,8 @@ def build_data(cases: Sequence[Any], records: Iterable[Any], programs: Mapping[A
             entry["remedy"] = list(case.remedy)
         if case.no_remedy:
             entry["no_remedy"] = case.no_remedy
+        if case.not_scanned:
+            entry["not_scanned"] = case.not_scanned
         verdict = verdicts.get(case.id)
         if verdict is not None:
             entry["converted"] = {"verdict": verdict.verdict, "silent": verdict.silent, "told": verdict.told}

@@ -50,6 +50,8 @@ class CaseInfo:
     remedy: tuple[str, ...] = ()
     no_remedy: str = ""
     converted: Mapping[str, Any] | None = None
+    #: why no static rule can find it (the case file's ``not_scanned:``)
+    not_scanned: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class _Key:
 class Catalogue:
     data: Mapping[str, Any]
     _index: dict[str, dict[str, list[_Key]]] = field(default_factory=dict)
+    _readings: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | str | None = None) -> "Catalogue":
@@ -97,7 +100,8 @@ class Catalogue:
             found[case_id] = CaseInfo(case_id, entry.get("title", ""), entry.get("topic", ""), entry.get("role", ""),
                                       dict(entry.get("cells") or {}), dict(entry.get("programs") or {}),
                                       entry.get("cause", ""), tuple(entry.get("remedy") or ()),
-                                      entry.get("no_remedy", ""), entry.get("converted"))
+                                      entry.get("no_remedy", ""), entry.get("converted"),
+                                      entry.get("not_scanned", ""))
         return found
 
     @property
@@ -114,10 +118,14 @@ class Catalogue:
 
     def sightings_of(self, case_id: str, framework: str) -> list[Sighting]:
         """What the rules see in a case's own program."""
-        program = self.cases[case_id].programs.get(framework)
-        if not program:
-            return []
-        return read_source(program, case_id, self.vocabulary, framework).sightings
+        return self._reading(case_id, framework).sightings
+
+    def _reading(self, case_id: str, framework: str) -> Any:
+        key = (case_id, framework)
+        if key not in self._readings:
+            program = self.cases[case_id].programs.get(framework, "")
+            self._readings[key] = read_source(program, case_id, self.vocabulary, framework)
+        return self._readings[key]
 
     def index(self, framework: str) -> dict[str, list[_Key]]:
         if framework not in self._index:
@@ -134,8 +142,9 @@ class Catalogue:
             self._index[framework] = keys
         return self._index[framework]
 
-    def match(self, framework: str, sighting: Sighting) -> Match | None:
-        """The case *sighting* stands for, or None when no case shares its decisive facets."""
+    def match(self, framework: str, sighting: Sighting, calls: frozenset[str] = frozenset()) -> Match | None:
+        """The case *sighting* stands for, or None when no case shares its decisive facets; *calls*: what the
+        code around it calls, to choose among cases that match it equally."""
         rule = by_code()[sighting.code]
         mine = dict(sighting.facets)
         best: list[tuple[tuple, _Key]] = []
@@ -150,11 +159,18 @@ class Catalogue:
             best.append((score, key))
         if not best:
             return None
-        best.sort(key=lambda item: (item[0], _rank(self.cases[item[1].case])), reverse=True)
+        best.sort(key=lambda item: (item[0], self._likeness(item[1].case, framework, calls),
+                                    _rank(self.cases[item[1].case])), reverse=True)
         top_score, top = best[0]
         exact = all(top_score[1]) and len(dict(top.facets)) == len(mine)
         also = tuple(dict.fromkeys(k.case for s, k in best[1:] if s[:2] == top_score[:2] and k.case != top.case))
         return Match(top.case, exact, also)
+
+    def _likeness(self, case_id: str, framework: str, calls: frozenset[str]) -> float:
+        """How much of what the case's program calls the code calls too (Jaccard)."""
+        theirs = self._reading(case_id, framework).forms
+        union = theirs | calls
+        return len(theirs & calls) / len(union) if union else 0.0
 
     # -- what a case does ------------------------------------------------------------------------------
 

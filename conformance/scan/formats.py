@@ -13,7 +13,9 @@ __all__ = ["FORMATS", "render"]
 
 
 def _case_words(finding: Finding) -> str:
-    return finding.case if finding.exact else f"like {finding.case}"
+    """The case, and the others the code matches as well (the scanner cannot tell them apart here)."""
+    words = finding.case if finding.exact else f"like {finding.case}"
+    return words + (f"; or {', '.join(finding.also)}" if finding.also else "")
 
 
 def text(result: ScanResult, question: str) -> str:

@@ -34,6 +34,10 @@ _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "rand
                         "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor", "zeros_like", "ones_like"})
 #: Methods with a trailing underscore that write no values (the convention's exceptions).
 _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "pin_memory_", "retain_grads_"})
+#: Python builtins that read their arguments and keep none of them (a value passed to anything else may be
+#: kept, and so reach a backward: ``Value.live``).
+_KEEPS_NOTHING = frozenset({"print", "len", "isinstance", "issubclass", "type", "id", "repr", "str", "int", "float",
+                            "bool", "format", "round", "abs", "hash", "callable", "hasattr", "getattr"})
 #: Ops that bind one view per part (``a, b = x.split(...)``).
 _MULTI_OUTPUT_OPS = ("split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_count")
 
@@ -382,10 +386,9 @@ class Interpreter:
             return tuple(self._expr(x) for x in e.elts)
         if isinstance(e, ast.UnaryOp):
             operand = self._expr(e.operand)
-            if isinstance(e.op, ast.USub) and isinstance(operand, Value) and operand.kind == "tensor":
-                use = self.vocab.lookup(self.framework, "fn:" + self.framework + ".neg")
-                if use is not None:
-                    return self._apply(use, [operand], e, {})
+            if isinstance(e.op, (ast.USub, ast.UAdd, ast.Invert)) and isinstance(operand, Value) \
+                    and operand.kind == "tensor":
+                return self._fresh(e, _grad_of([operand]), history=self._history([operand]), inputs=[operand])
             return operand if isinstance(operand, Value) and operand.constant else Value()
         if isinstance(e, ast.IfExp):
             self._expr(e.test)
@@ -495,6 +498,11 @@ class Interpreter:
                 return self._module_call(callee, e, keywords)
             self._escape(self._arguments(e) + [self._expr(k.value) for k in e.keywords])
             return Value()
+        if isinstance(func, ast.Name) and func.id in _KEEPS_NOTHING and func.id not in self.state.env:
+            self._arguments(e)
+            for keyword in e.keywords:
+                self._expr(keyword.value)
+            return Value(kind="number" if func.id in ("len", "id", "int", "float", "round", "abs") else "object")
         if isinstance(func, ast.Name) and func.id in self.ctx.functions:
             return self._local_call(func.id, e)
         if isinstance(func, ast.Name) and func.id in self.ctx.classes:

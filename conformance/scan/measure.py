@@ -3,7 +3,7 @@ it, and does it keep quiet on each safe spelling?
 
 * **Recall**: a hazard's program (torch's, paddle's: the kept programs) is *found* when one of its
   sightings stands for that case.  A hazard whose case file says why no static rule can see it
-  (``not_scanned:``) is counted apart.
+  (``not_scanned:``) is counted apart, and still counts as found once a rule finds it.
 * **Precision**: a remedy's program is *flagged* when one of its sightings stands for a case that some
   question about eager code would report: one that misbehaves on some eager column, or behaves otherwise on
   two.  Eager, because that is where a remedy is verified safe (``report/remedies.py``): a safe spelling
@@ -24,12 +24,15 @@ class Measurement:
     framework: str
     found: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
+    #: hazards whose case says why no static rule can find them, with the reason
+    unseeable: dict[str, str] = field(default_factory=dict)
     remedies: list[str] = field(default_factory=list)
     flagged: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def recall(self) -> float:
-        total = len(self.found) + len(self.missed)
+        """Found, of every hazard with a program in this framework (the ones no rule can see included)."""
+        total = len(self.found) + len(self.missed) + len(self.unseeable)
         return len(self.found) / total if total else 1.0
 
 
@@ -56,7 +59,10 @@ def measure(catalogue: Catalogue, framework: str) -> Measurement:
         matches = [m for m in (catalogue.match(framework, s) for s in sightings) if m is not None]
         if case.role == "hazard":
             hit = any(m.case == case.id or case.id in m.also for m in matches)
-            (measured.found if hit else measured.missed).append(case.id)
+            if case.not_scanned and not hit:
+                measured.unseeable[case.id] = case.not_scanned
+            else:
+                (measured.found if hit else measured.missed).append(case.id)
         elif case.role == "remedy":
             measured.remedies.append(case.id)
             loud = sorted({m.case for m in matches if answers_some_question(catalogue, m.case)})

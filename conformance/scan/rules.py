@@ -148,7 +148,7 @@ class SavedTensorWrite(Rule):
 class UntrackedWrite(Rule):
     code = "IC102"
     title = "a write through .data, .detach(), a NumPy array or set_value into a tensor autograd uses"
-    decisive = ("path", "after")
+    decisive = ("path", "spelling", "after")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -156,14 +156,21 @@ class UntrackedWrite(Rule):
             if not path:
                 continue
             saved = _live(write)
+            owner = write.target.root()
+            # x.data *= 3 in one statement is paddle's .data setter; a handle (h = x.data) written later is not
+            spelling = "attribute" if write.fields.get("attribute") == "data" else "handle"
             if saved is not None:
                 what, saver = "saved", saved.op
-            elif path == "data" and (write.leaf or write.target.root().leaf):
-                what, saver = "leaf", ""  # .data of a leaf: the handle whose meaning the frameworks disagree on
+            elif path == "data" and (write.leaf or owner.leaf) and (spelling == "handle" or (
+                    owner.live or any(b.time > write.time for b in trace.backwards)
+                    or any(r.value is not owner for r in _reads_elsewhere(trace, write, same_object=False)))):
+                # .data of a leaf: a write through a handle (which some releases refuse on a leaf), or the setter
+                # whose leaf a backward then reads, or another name on its memory does
+                what, saver = "leaf", ""
             else:
                 continue
-            facets = (("path", path), ("after", what), ("rebinds", str(write.rebinds)), ("writer", _writer(write)),
-                      ("saver", saver), ("grad", _grad(write)))
+            facets = (("path", path), ("spelling", spelling), ("after", what), ("rebinds", str(write.rebinds)),
+                      ("writer", _writer(write)), ("saver", saver), ("grad", _grad(write)))
             through = {"data": "`.data`", "numpy": "a NumPy array on its memory"}.get(path, f"`{path}`")
             about = (f"the tensor `{saved.op}` saved for backward (line {saved.node.lineno})"
                      if saved is not None else "a leaf that requires grad")
@@ -305,7 +312,7 @@ class NumpyOfGradTensor(Rule):
 class HeldGradient(Rule):
     code = "IC108"
     title = "a gradient held in a name (g = w.grad): written in place, or read after zero_grad"
-    decisive = ("what", "grad")
+    decisive = ("what", "grad", "then")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -318,7 +325,9 @@ class HeldGradient(Rule):
             for read in trace.reads_after(zero.time):
                 value = read.value
                 if value.grad_of is not None and value.made < zero.time:
-                    facets = (("what", "zero_grad"), ("grad", "on"), ("set_to_none", str(zero.set_to_none)))
+                    then = "backward" if any(zero.time < b.time < read.time for b in trace.backwards) else "read"
+                    facets = (("what", "zero_grad"), ("grad", "on"), ("then", then),
+                              ("set_to_none", str(zero.set_to_none)))
                     yield Sighting(self.code, read.node, facets,
                                    f"`{read.name}` holds a `.grad` taken before zero_grad (line {zero.node.lineno})")
                     break

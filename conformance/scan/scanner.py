@@ -115,7 +115,7 @@ class Scanner:
         for sighting in sorted(self._chosen(reading), key=lambda s: (s.line, s.column, s.code)):
             if not self._selected(sighting.code) or _suppressed(lines, sighting):
                 continue
-            match = self.catalogue.match(reading.framework, sighting)
+            match = self.catalogue.match(reading.framework, sighting, reading.forms)
             if match is None:
                 result.unmatched.append((path, sighting))
                 continue
@@ -136,7 +136,7 @@ class Scanner:
         chosen = []
         for group in by_place.values():
             def rank(s: Sighting) -> tuple:
-                match = self.catalogue.match(reading.framework or "", s)
+                match = self.catalogue.match(reading.framework or "", s, reading.forms)
                 return (match is not None and match.exact, match is not None, -order.get(s.code, 99))
             chosen.append(max(group, key=rank))
         return chosen

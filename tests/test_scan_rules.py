@@ -1,0 +1,353 @@
+"""Each rule of conformance scan, on code it must see and on its safe spelling, which it must not."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from conformance.scan.analyse import read_source
+from conformance.scan.catalogue import Catalogue
+from conformance.scan.rules import RULES
+
+TORCH = "import numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+PADDLE = "import numpy as np\nimport paddle\nimport paddle.nn as nn\nimport paddle.nn.functional as F\n"
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def codes(catalogue: Catalogue, body: str, header: str = TORCH) -> list[str]:
+    reading = read_source(header + textwrap.dedent(body), "snippet.py", catalogue.vocabulary)
+    assert reading.error is None, reading.error
+    return [s.code for s in reading.sightings]
+
+
+#: code -> (torch code it must see, the safe spelling it must not)
+SNIPPETS = {
+    "IC101": ("""
+        x = torch.tensor([0.5, 1.0], requires_grad=True)
+        y = torch.sigmoid(x)
+        y.mul_(2.0)
+        y.sum().backward()
+        """, """
+        x = torch.tensor([0.5, 1.0], requires_grad=True)
+        y = torch.cos(x)          # cos saves its input, not its output: writing y is safe
+        y.mul_(2.0)
+        y.sum().backward()
+        """),
+    "IC102": ("""
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * x
+        x.data *= 3.0
+        y.sum().backward()
+        """, """
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * x
+        y.sum().backward()
+        with torch.no_grad():
+            x.mul_(3.0)
+        """),
+    "IC103": ("""
+        x = torch.tensor([0.5, 1.0], requires_grad=True)
+        x.sin_()
+        """, """
+        x = torch.tensor([0.5, 1.0], requires_grad=True)
+        with torch.no_grad():
+            x.sin_()
+        nn.init.zeros_(x)         # torch.nn.init runs under no_grad
+        """),
+    "IC104": ("""
+        x = torch.tensor([1.0, 2.0])
+        alias = x
+        x += 1.0
+        print(alias)
+        """, """
+        x = torch.tensor([1.0, 2.0])
+        alias = x.clone()
+        x += 1.0
+        print(alias)
+        """),
+    "IC105": ("""
+        w = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = w * 2.0
+        row = x[0]
+        row.mul_(2.0)
+        (x * x).sum().backward()
+        """, """
+        w = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = w * 2.0
+        x[0] = x[0] * 2.0
+        (x * x).sum().backward()
+        """),
+    "IC106": ("""
+        a = np.ones(3)
+        t = torch.from_numpy(a)
+        t.add_(1.0)
+        print(a)
+        """, """
+        a = np.ones(3)
+        t = torch.tensor(a)
+        t.add_(1.0)
+        print(a)
+        """),
+    "IC107": ("""
+        x = torch.tensor([1.0], requires_grad=True)
+        n = x.numpy()
+        """, """
+        x = torch.tensor([1.0], requires_grad=True)
+        n = x.detach().numpy()
+        """),
+    "IC108": ("""
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        (w * w).sum().backward()
+        g = w.grad
+        g.mul_(0.5)
+        """, """
+        w = torch.tensor([1.0, 2.0], requires_grad=True)
+        (w * w).sum().backward()
+        g = w.grad.clone()
+        g.mul_(0.5)
+        """),
+    "IC109": ("""
+        gen, disc = nn.Linear(2, 2), nn.Linear(2, 1)
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+        opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+        d_fake = disc(gen(torch.ones(1, 2)))
+        d_fake.sum().backward(retain_graph=True)
+        opt_d.step()
+        (-d_fake).sum().backward()
+        """, """
+        gen, disc = nn.Linear(2, 2), nn.Linear(2, 1)
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+        opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+        fake = gen(torch.ones(1, 2))
+        disc(fake.detach()).sum().backward()
+        opt_d.step()
+        (-disc(fake)).sum().backward()
+        """),
+    "IC110": ("""
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        buf = torch.zeros(2)
+        torch.add(x, x, out=buf)
+        """, """
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        buf = torch.zeros(2)
+        with torch.no_grad():
+            torch.add(x, x, out=buf)
+        """),
+    "IC111": ("""
+        @torch.compile
+        def f(a, x):
+            x[:] = a * 2.0
+            return x
+        """, """
+        @torch.compile
+        def f(a, x):
+            return a * 2.0
+        """),
+    "IC112": ("""
+        x = torch.tensor([1.0, 2.0])
+        y = x.to(torch.float32)
+        y.add_(1.0)
+        print(x)
+        """, """
+        x = torch.tensor([1.0, 2.0])
+        y = x.to(torch.float32).clone()
+        y.add_(1.0)
+        print(x)
+        """),
+    "IC113": ("""
+        b = torch.tensor([0.5, 2.0], requires_grad=True)
+        t = b * 1.0
+        m = t > 1.0
+        t[m] = 3.0
+        t.sum().backward()
+        """, """
+        b = torch.tensor([0.5, 2.0], requires_grad=True)
+        t = b * 1.0
+        m = t > 1.0
+        t = torch.where(m, torch.full_like(t, 3.0), t)
+        t.sum().backward()
+        """),
+    "IC114": ("""
+        mu = torch.tensor([1.0], requires_grad=True)
+        x = torch.zeros(1)
+        x.copy_(mu + 1.0)
+        """, """
+        mu = torch.tensor([1.0], requires_grad=True)
+        x = mu + 1.0
+        """),
+    "IC115": ("""
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = w * 2.0
+        v = y[0:2]
+        v.requires_grad_(False)
+        """, """
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = w * 2.0
+        v = y[0:2].detach()
+        """),
+    "IC116": ("""
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3.0
+        out = (h * h).sum()
+        h.retain_grad()
+        out.backward(retain_graph=True)
+        out.backward()
+        """, """
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3.0
+        out = (h * h).sum()
+        h.retain_grad()
+        out.backward()
+        """),
+    "IC117": ("""
+        x = torch.tensor([1.0], requires_grad=True)
+        z = x * 2.0
+        print(z.grad_fn is None)
+        """, """
+        x = torch.tensor([1.0], requires_grad=True)
+        z = x * 2.0
+        print(z.requires_grad)
+        """),
+    "IC118": ("""
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = w.unfold(0, 2, 1)
+        """, """
+        w = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        v = w.unfold(0, 2, 2)     # windows that do not overlap
+        """),
+    "IC119": ("""
+        x = torch.tensor([1.0], requires_grad=True)
+        z = x.to(torch.float32, copy=True)
+        """, """
+        x = torch.tensor([1.0], requires_grad=True)
+        z = x.clone()
+        """),
+}
+
+
+def test_every_rule_has_snippets() -> None:
+    assert sorted(SNIPPETS) == sorted(rule.code for rule in RULES)
+
+
+@pytest.mark.parametrize("code", sorted(SNIPPETS))
+def test_a_rule_sees_its_pattern(catalogue: Catalogue, code: str) -> None:
+    assert code in codes(catalogue, SNIPPETS[code][0])
+
+
+@pytest.mark.parametrize("code", sorted(SNIPPETS))
+def test_a_rule_keeps_quiet_on_the_safe_spelling(catalogue: Catalogue, code: str) -> None:
+    assert code not in codes(catalogue, SNIPPETS[code][1])
+
+
+def test_paddle_code_is_read_in_paddle_spellings(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        x = paddle.to_tensor([0.5, 1.0], stop_gradient=False)
+        y = F.sigmoid(x)
+        y.multiply_(paddle.to_tensor(2.0))
+        y.sum().backward()
+        w = paddle.to_tensor([1.0], stop_gradient=False)
+        w.sin_()
+        v = (w * 2.0)[0:1]
+        v.stop_gradient = True
+        """, PADDLE)
+    assert seen == ["IC101", "IC103", "IC115"]
+
+
+def test_a_module_the_class_sets_in_init_is_called_in_forward(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 3)
+                self.act = nn.ReLU(inplace=True)
+
+            def forward(self, inp, feature):
+                h = self.fc(inp)
+                s = torch.sin(h)
+                r = self.act(h)      # writes h in place: the h sin saved
+                return s * r
+        """)
+    assert seen == ["IC101"]
+
+
+def test_an_alias_is_the_same_tensor_and_a_rebinding_is_not(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        class Block(nn.Module):
+            def forward(self, x):
+                skip = x
+                x = torch.relu(x)        # x is another tensor now
+                x += 1.0
+                return x + skip
+        """)
+    assert "IC104" not in seen
+
+
+def test_unknown_values_are_left_alone(catalogue: Catalogue) -> None:
+    """A dict, a list, a number, a value a function of another module returned: none is a tensor."""
+    seen = codes(catalogue, """
+        def helper(state, results):
+            config = load_config()
+            config["stride"] = 1
+            results[0] = state * 2
+            out = other_module.compute(state)
+            out.mul_(2.0)
+            total = 0
+            total += 1
+        """)
+    assert seen == []
+
+
+def test_an_optimizer_step_body_writes_parameters_without_recording(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        class MySGD(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        p.add_(p.grad, alpha=-0.1)
+        p = nn.Parameter(torch.ones(2))
+        with torch.no_grad():
+            p.add_(1.0)
+        """)
+    assert seen == []
+
+
+def test_a_branch_that_rebinds_a_name_leaves_it_unknown_after(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        x = torch.tensor([1.0], requires_grad=True)
+        if flag:
+            y = torch.exp(x)
+        else:
+            y = torch.zeros(1)
+        y.add_(1.0)
+        y.sum().backward()
+        """)
+    assert "IC101" not in seen
+
+
+def test_a_hidden_state_carried_across_iterations(catalogue: Catalogue) -> None:
+    seen = codes(catalogue, """
+        rnn = nn.RNN(1, 1)
+        opt = torch.optim.SGD(rnn.parameters(), lr=0.01)
+        h = torch.zeros(1, 1, 1)
+        for x, y in data:
+            out, h = rnn(x, h)
+            F.mse_loss(out, y).backward(retain_graph=True)
+            opt.step()
+        """)
+    assert seen == ["IC109"]
+    detached = codes(catalogue, """
+        rnn = nn.RNN(1, 1)
+        opt = torch.optim.SGD(rnn.parameters(), lr=0.01)
+        h = torch.zeros(1, 1, 1)
+        for x, y in data:
+            out, h_next = rnn(x, h)
+            F.mse_loss(out, y).backward()
+            opt.step()
+            h = h_next.detach()
+        """)
+    assert detached == []
