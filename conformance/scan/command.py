@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         if args.paths.count("-") > 1:
             raise QuestionError("- (standard input) can be given once")
         if args.output:
+            folder = Path(args.output).parent
+            if not folder.is_dir():
+                raise QuestionError(f"--output {args.output}: no such folder {folder}")
             check_writable(args.output)
     except (CatalogueError, QuestionError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
