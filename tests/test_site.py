@@ -116,6 +116,16 @@ def test_every_case_of_the_catalogue_has_a_page(site: Path) -> None:
         assert f'<li data-case="{case.id}"><a href="cases/{case.id}.html">' in index
 
 
+def test_a_case_page_names_the_scanner_rule_that_finds_it_in_code(site: Path) -> None:
+    from conformance.scan.catalogue import Catalogue
+
+    page = (site / "cases" / "iadd_after_relu.html").read_text(encoding="utf-8")
+    assert 'Found in your code by <code>conformance scan</code>: <code>IC101</code>' in page
+    rules = Catalogue.load().rules_of("saved_output_relu_mul_")
+    assert rules and all(f"<code>{code}</code>" in (site / "cases" / "saved_output_relu_mul_.html").read_text()
+                         for code in rules)
+
+
 def test_every_cell_of_a_grid_is_its_committed_record(site: Path, records: dict) -> None:
     """Each grid cell's outcome is the record of its column, and every record of a case is a cell of its page
     (or, where no version of a row ran, that row's note)."""

@@ -166,6 +166,15 @@ class Catalogue:
         also = tuple(dict.fromkeys(k.case for s, k in best[1:] if s[:2] == top_score[:2] and k.case != top.case))
         return Match(top.case, exact, also)
 
+    def rules_of(self, case_id: str) -> list[str]:
+        """The codes of the rules whose sightings stand for *case_id* (in either framework's code)."""
+        return sorted({code for framework in self.languages() for code, keys in self.index(framework).items()
+                       if any(key.case == case_id for key in keys)})
+
+    def languages(self) -> list[str]:
+        """The frameworks whose programs the data holds (not a converter's)."""
+        return sorted(fw for fw, info in self.frameworks.items() if not info.get("converter"))
+
     def _likeness(self, case_id: str, framework: str, calls: frozenset[str]) -> float:
         """How much of what the case's program calls the code calls too (Jaccard)."""
         theirs = self._reading(case_id, framework).forms

@@ -108,6 +108,9 @@ class Use:
     requires_grad: bool | None = None
     leaf: bool = False
     view: bool = False
+    #: it, or what it views, was computed from parameters (a module's, or a leaf that requires grad): evidence
+    #: that it is in a graph, where an argument taken as it came (a network's input, a label) may not be
+    from_parameters: bool = False
 
 
 @dataclass

@@ -136,7 +136,7 @@ class Interpreter:
         # a module's forward takes tensors; so does a function the framework compiles, and a function read for
         # what it does to its arguments (its summary applies only where the caller passes a tensor)
         tensors = self.summarising or self.compiled is not None or (
-            owner is not None and owner.is_module and function.name.startswith("forward"))
+            owner is not None and owner.is_module and (function.name.startswith("forward") or function.name == "__call__"))
         arguments = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
         for index, argument in enumerate(arguments):
             if index == 0 and owner is not None and argument.arg in ("self", "cls"):
@@ -457,6 +457,9 @@ class Interpreter:
             return Value()
         if not self._is_tensorish(base):
             return Value()
+        key = _constant(e.slice)
+        if isinstance(key, str):  # input["features"]: the argument is a mapping (of tensors), not a tensor
+            return Value(kind=base.kind if base.argument else "unknown", node=e, memory=Memory(), made=self.time)
         if isinstance(index, Value) and index.mask:
             return Value(kind="tensor", op="mask_getitem", node=e, memory=Memory(), made=self.time,
                          requires_grad=base.requires_grad, history=base.history)
@@ -960,7 +963,8 @@ class Interpreter:
              numbers: tuple[Any, ...] = ()) -> None:
         self.trace.uses.append(Use(node, op, value, self.time, self.state.grad_enabled, dict(fields or {}), numbers,
                                    compiled=self.compiled, requires_grad=value.requires_grad,
-                                   leaf=value.is_leaf_requiring_grad(), view=value.through_view is not None))
+                                   leaf=value.is_leaf_requiring_grad(), view=value.through_view is not None,
+                                   from_parameters=any(key != -1 for v in value.chain() for key in (v.history or {}))))
 
     def _save_roles(self, roles: Sequence[str], op: str, node: ast.AST, args: Sequence[Any], result: Any) -> None:
         """What the op's backward reads is saved, when it records history (grad on, an input that may

@@ -181,7 +181,7 @@ class UntrackedWrite(Rule):
 class LeafWrite(Rule):
     code = "IC103"
     title = "an in-place write to a leaf that requires grad"
-    decisive = ("grad", "compiled")
+    decisive = ("rebinds", "grad", "compiled")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -192,8 +192,8 @@ class LeafWrite(Rule):
             # under no_grad the documented way to update a parameter is a write of its values: only a write that
             # relays the leaf out (set_, resize_, transpose_) is seen there, and which one decides
             grad = "on" if write.grad_enabled else f"off:{_writer(write)}"
-            facets = (("grad", grad), ("compiled", write.compiled or "no"), ("via", _via(write.target)),
-                      ("writer", _writer(write)))
+            facets = (("rebinds", str(write.rebinds)), ("grad", grad), ("compiled", write.compiled or "no"),
+                      ("via", _via(write.target)), ("writer", _writer(write)))
             yield Sighting(self.code, write.node, facets,
                            f"{_named(write)} is a leaf that requires grad, written in place"
                            + ("" if write.grad_enabled else " (under no_grad)"))
@@ -225,7 +225,7 @@ class AugmentedAlias(Rule):
 class ViewWrite(Rule):
     code = "IC105"
     title = "an in-place write seen through another view or alias of the same memory (detach, a slice, reshape)"
-    decisive = ("write", "read", "options", "graph", "kind", "after")
+    decisive = ("rebinds", "write", "read", "options", "graph", "kind", "after")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -246,7 +246,8 @@ class ViewWrite(Rule):
             else:
                 continue
             options = view.given if view is not None else ()
-            facets = (("write", written_via), ("read", read_via), ("options", ",".join(options)),
+            facets = (("rebinds", str(write.rebinds)), ("write", written_via), ("read", read_via),
+                      ("options", ",".join(options)),
                       ("graph", "grad" if in_graph else "plain"), ("kind", "relayout" if write.relayout else "values"),
                       ("after", "relayout" if write.after_relayout else "none"), ("writer", _writer(write)))
             through = "" if written_via == "base" else f" through a `{written_via}` view"
@@ -367,7 +368,7 @@ class OutWithGrad(Rule):
 class CompiledArgumentWrite(Rule):
     code = "IC111"
     title = "an in-place write to an argument inside a compiled function"
-    decisive = ("grad",)
+    decisive = ("rebinds", "grad")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -376,7 +377,8 @@ class CompiledArgumentWrite(Rule):
             argument = next((v.argument for v in write.target.chain() if v.argument), None)
             if argument is None:
                 continue
-            facets = (("grad", _grad(write)), ("via", _via(write.target)), ("writer", _writer(write)))
+            facets = (("rebinds", str(write.rebinds)), ("grad", _grad(write)), ("via", _via(write.target)),
+                      ("writer", _writer(write)))
             yield Sighting(self.code, write.node, facets,
                            f"`{argument}`, an argument of a function compiled by {write.compiled}, is written in place")
 
@@ -385,7 +387,7 @@ class CompiledArgumentWrite(Rule):
 class ConversionAlias(Rule):
     code = "IC112"
     title = "a write to what a conversion returned, when the conversion returned its input"
-    decisive = ("conversion", "argument")
+    decisive = ("rebinds", "conversion", "argument")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
@@ -393,8 +395,8 @@ class ConversionAlias(Rule):
             readers = _reads_elsewhere(trace, write, same_object=False)
             if link is None or not readers:
                 continue
-            facets = (("conversion", link.link_op or "?"), ("argument", link.argument_kind or "none"),
-                      ("writer", _writer(write)))
+            facets = (("rebinds", str(write.rebinds)), ("conversion", link.link_op or "?"),
+                      ("argument", link.argument_kind or "none"), ("writer", _writer(write)))
             yield Sighting(self.code, write.node, facets,
                            f"{_named(write)} came from `{link.link_op}`, which returns the tensor itself when it "
                            f"already is what was asked; the original is read after (line {readers[0].node.lineno})")
@@ -443,7 +445,10 @@ class ViewGradState(Rule):
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for use in trace.uses:
             off = (use.op == "requires_grad_" and use.fields.get("requires_grad") is False) or use.op == "detach_"
-            if off and use.view and use.requires_grad is not False:
+            # in the graph: known to require grad, or computed from parameters (an argument taken as it came, a
+            # network's input or a label, need not require grad at all, and then torch accepts the flag)
+            in_graph = use.requires_grad is True or (use.requires_grad is None and use.from_parameters)
+            if off and use.view and in_graph:
                 yield Sighting(self.code, use.node, (("op", use.op),),
                                f"`{use.op}` on a view of a tensor in the graph")
 

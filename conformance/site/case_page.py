@@ -99,6 +99,18 @@ def _remedies(data: CaseData, site: SiteData) -> str:
     return '<section id="safe"><h2>What to write instead</h2>\n' + "\n".join(parts) + "\n</section>\n"
 
 
+def _scan(case_id: str, site: SiteData) -> str:
+    """The rules of ``conformance scan`` that find this case in a user's code."""
+    from conformance.scan.rules import by_code
+
+    codes = site.scan_rules.get(case_id)
+    if not codes:
+        return ""
+    rules = by_code()
+    named = "; ".join(f"<code>{esc(code)}</code> ({esc(rules[code].title)})" for code in codes if code in rules)
+    return f'<p class="scan">Found in your code by <code>conformance scan</code>: {named}</p>\n'
+
+
 def render_case(data: CaseData, site: SiteData) -> str:
     case = data.case
     title, _ = site.topics.get(case.topic, (case.topic, ""))
@@ -110,6 +122,7 @@ def render_case(data: CaseData, site: SiteData) -> str:
     head += _today(data, site)
     if case.cause:
         head += f'<p class="cause"><b>Why:</b> {prose(case.cause)}</p>\n'
+    head += _scan(case.id, site)
     if case.description:
         head += f'<p class="description">{prose(case.description)}</p>\n'
     body = (head + '<section id="code"><h2>The code</h2>\n' + _programs(data, site) + _converters(data, site)

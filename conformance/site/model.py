@@ -87,6 +87,8 @@ class SiteData:
     rows: dict[str, list[Row]]
     remedies: Remedies
     conversions: dict[str, Conversion]
+    #: case id -> the codes of the ``conformance scan`` rules that find it in code
+    scan_rules: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[str, CaseData]:
@@ -108,6 +110,18 @@ def _program(entry: ProgramText, digest: str) -> Program:
     return Program(entry["framework"], split_build(entry["version"])[0], entry["device"], entry["mode"], entry["code"],
                    unsupported if isinstance(unsupported, str) and unsupported else None,
                    bool(entry.get("case_digest") and digest and entry["case_digest"] != digest))
+
+
+def _scan_rules(cases: Sequence[Case]) -> dict[str, list[str]]:
+    """Which rules of the scanner (its shipped data) find each case in code."""
+    from conformance.scan.catalogue import Catalogue, CatalogueError
+
+    try:
+        catalogue = Catalogue.load()
+    except CatalogueError:
+        return {}
+    return {case.id: rules for case in cases if case.id in catalogue.cases
+            for rules in [catalogue.rules_of(case.id)] if rules}
 
 
 def gather(cases: Sequence[Case], records: Iterable[Record], results_files: Sequence[Path | str],
@@ -142,4 +156,5 @@ def gather(cases: Sequence[Case], records: Iterable[Record], results_files: Sequ
     return SiteData(cases=data, topics=dict(sorted(topics.items())), frameworks=frameworks, converters=converters,
                     versions={f: sorted(versions[f], key=version_key) for f in frameworks},
                     rows={f: sorted(rows[f], key=lambda r: r.sort_key) for f in frameworks},
-                    remedies=check_remedies(cases, ordered), conversions=conversions(ordered))
+                    remedies=check_remedies(cases, ordered), conversions=conversions(ordered),
+                    scan_rules=_scan_rules(cases))
