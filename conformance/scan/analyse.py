@@ -9,7 +9,8 @@ from typing import Iterable
 
 from conformance.scan.events import Trace, Write
 from conformance.scan.forms import Imports, call_form
-from conformance.scan.interpret import ClassInfo, FileContext, Interpreter
+from conformance.scan.context import ClassInfo, FileContext
+from conformance.scan.interpret import Interpreter
 from conformance.scan.model import Module, Value
 from conformance.scan.rules import RULES, Sighting
 from conformance.scan.vocabulary import FRAMEWORKS, Vocabulary

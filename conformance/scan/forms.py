@@ -11,7 +11,9 @@ framework spells each op, ``scan/derive.py``) and the user's code, so the two al
 from __future__ import annotations
 
 import ast
-__all__ = ["Imports", "argument_kind", "call_form", "statement_form", "OUT_SUFFIX"]
+from typing import Any, Sequence
+__all__ = ["Imports", "advanced_index", "argument_kind", "argument_node", "call_form", "constant", "name_of",
+           "positional", "statement_form", "OUT_SUFFIX"]
 
 #: Appended to a function's form when the call passes ``out=`` (``torch.add(a, b, out=c)`` is another op).
 OUT_SUFFIX = "+out"
@@ -128,3 +130,45 @@ def statement_form(statement: ast.stmt, imports: Imports) -> str | None:
     if isinstance(statement, ast.For):
         return "for"
     return None
+
+
+def name_of(node: ast.AST | None) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def constant(node: ast.AST | None) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, (int, float)):
+        return -node.operand.value
+    return None
+
+
+def positional(args: Sequence[Any], role: str) -> Any:
+    if role.startswith("arg") and role[3:].isdigit():
+        index = int(role[3:])
+        return args[index] if index < len(args) else None
+    return None
+
+
+def argument_node(node: ast.AST, role: str) -> ast.AST | None:
+    """The expression the code wrote for argument *role* (``arg0`` of a method call is its receiver)."""
+    if not isinstance(node, ast.Call) or not role.startswith("arg"):
+        return None
+    index = int(role[3:])
+    if isinstance(node.func, ast.Attribute):
+        items = [node.func.value, *node.args]
+    else:
+        items = list(node.args)
+    return items[index] if index < len(items) else None
+
+
+def advanced_index(index_node: ast.AST, index: Any) -> bool:
+    """Advanced indexing (a list, a tensor of indices): a copy, not a view."""
+    nodes = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+    for node in nodes:
+        if isinstance(node, (ast.List, ast.ListComp)):
+            return True
+    values = index if isinstance(index, tuple) else (index,)
+    return any(getattr(v, "kind", None) in ("tensor", "array") for v in values)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
-__all__ = ["Memory", "Module", "Saved", "Value"]
+__all__ = ["Memory", "Module", "Saved", "Value", "combined_constants", "flat_values", "grad_of", "memory_of", "merge",
+           "one_value"]
 
 
 @dataclass(eq=False)
@@ -144,3 +145,37 @@ def merge(values: list[Any]) -> Any:
     """After an ``if``: the value every branch agrees on, else an unknown one."""
     first = values[0]
     return first if all(v is first for v in values[1:]) else Value()
+
+
+def flat_values(items: Iterable[Any]) -> Iterator["Value"]:
+    for item in items:
+        if isinstance(item, Value):
+            yield item
+        elif isinstance(item, tuple):
+            yield from flat_values(item)
+
+
+def memory_of(value: Value) -> Memory:
+    if value.memory is None:
+        value.memory = Memory()
+    return value.memory
+
+
+def one_value(value: Any) -> Value | None:
+    return value if isinstance(value, Value) else None
+
+
+def combined_constants(left: Any, right: Any) -> Value:
+    both = isinstance(left, Value) and isinstance(right, Value) and left.constant and right.constant
+    return Value(kind="number", constant=True) if both else Value()
+
+
+def grad_of(args: Iterable[Any]) -> bool | None:
+    """Whether a result of *args* requires grad: True if one does, None if one may, else False."""
+    flags = [a.requires_grad for a in args if isinstance(a, Value) and not a.constant
+             and a.kind in ("tensor", "unknown")]
+    if any(f is True for f in flags):
+        return True
+    if any(f is None for f in flags):
+        return None
+    return False
