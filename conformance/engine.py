@@ -132,6 +132,16 @@ class Engine:
         their imports overlap whatever the caller does next (pytest's collection, for one)."""
         self.pool.start_run(frameworks)
 
+    def device_problem(self, framework: str, device: str) -> tuple[str, str] | None:
+        """(the framework's version, why *device* cannot run its cells) from its worker's hello, or None when
+        it can (or when the worker could not start: its cells then say why, each)."""
+        try:
+            hello = self.pool.get(framework).info
+        except Exception:  # noqa: BLE001 - a worker that cannot start fails its cells with the reason
+            return None
+        problem = (hello.get("devices") or {}).get(device)
+        return (str(hello.get("framework_version", "")), problem) if problem else None
+
     def prefetch(self, cells: Iterable[Cell]) -> None:
         """Queue *cells* on their workers, and their cases on the reference service, in this order and
         within the bounds of the window, so each runs before the parent asks for it."""

@@ -33,9 +33,9 @@ from conformance.records.baseline import BaselineError, Baselines
 from conformance.report.summary import column_name
 from conformance.session.finish import (DANGEROUS, RunState, environment_faults, findings, keep_programs, prune, stale,
                                         this_runs_records, unchecked_columns, why_no_cell_ran, write_summary)
-from conformance.session.items import CaseFile, CaseFolder, CaseItem, cell_of
-from conformance.session.start import check_baselines, finished_cells, size, start_outputs
-from conformance.session.state import (ACTIVE, ENGINE, KEPT, LOCK, PREVIOUS, RESULTS_FILE, SEEN_IDS, baseline_folder,
+from conformance.session.items import CaseFile, CaseFolder, CaseItem, absent_columns, cell_of
+from conformance.session.start import check_baselines, finished_cells, keep_untouched, size, start_outputs
+from conformance.session.state import (ABSENT, ACTIVE, ENGINE, KEPT, LOCK, PREVIOUS, RESULTS_FILE, SEEN_IDS, baseline_folder,
                                        case_timeout, devices, engine, frameworks, is_active, is_controller, listed,
                                        modes, prefetches, results_path, runs_cells, summary_path)
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, OptionError,
@@ -298,10 +298,18 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(_RUN, None)
-    if state is None:  # not asked for the matrix, or an xdist worker
+    if state is None:  # not asked for the matrix, or an xdist worker (which hands its absent devices over)
+        if hasattr(config, "workeroutput") and config.stash.get(ABSENT, None):
+            config.workeroutput["conformance_absent"] = [[f, d, v, p] for (f, d), (v, p) in config.stash[ABSENT].items()]
         return
     state.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-    if not state.reported and not state.interrupted:
+    absent = absent_columns(config)
+    state.notes += [(line, {"yellow": True}) for line in absent]
+    if not state.reported and not state.interrupted and absent:
+        if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:  # every column asked for is absent
+            session.exitstatus = pytest.ExitCode.OK
+        keep_untouched(config)
+    elif not state.reported and not state.interrupted:
         state.notes.append((f"error: no cell ran: {why_no_cell_ran(config)}", {"red": True}))
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
@@ -309,7 +317,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     try:
         records = this_runs_records(config, state)  # slim, for as long as the end of the run needs them
         state.notes += environment_faults(records) + unchecked_columns(config, records)
-        if records or state.interrupted:
+        if records or state.interrupted or absent:
             write_summary(records, summary_path(config), state, config)
         if config.getoption("conformance_update_baselines") and records:
             Baselines(baseline_folder(config)[0]).update(records)
@@ -329,6 +337,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         failed = True
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """An xdist worker's absent devices, for the controller's summary."""
+    absent = getattr(node, "workeroutput", {}).get("conformance_absent") or []
+    for framework, device, version, problem in absent:
+        node.config.stash.setdefault(ABSENT, {})[(framework, device)] = (version, problem)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -70,6 +70,14 @@ def run_pytest(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subp
                           env=None if env is None else {**os.environ, **env})
 
 
+def records_in(path: Path) -> list[dict]:
+    """The records of a results file in their JSON form, each with its run's information (the file's run
+    lines hold it once per run: records.results)."""
+    from conformance.records.results import read_records
+
+    return list(read_records([path]))
+
+
 def closing_line(output: str) -> str:
     """pytest's last line: ``1 raises, 2 silent-correct in 1.50s``."""
     return [line for line in output.splitlines() if line.strip()][-1]

@@ -135,13 +135,12 @@ def test_resume_runs_only_the_missing_cells_and_keeps_the_finished_ones(tmp_path
         write_case(tmp_path / "cases", QUICK, name)
     results = tmp_path / "reports" / "results" / "latest.jsonl"
     assert run_cli(tmp_path, "run", *ONE_CELL).returncode == 0
-    kept = results.read_text().splitlines()[0]
+    kept = "".join(results.read_text().splitlines(keepends=True)[:2])  # its run line and its first record
     # as an interrupted run leaves it: one finished cell and a record cut short
-    results.write_text(kept + "\n" + '{"case": "second", "fram')
+    results.write_text(kept + '{"case": "second", "fram')
     run = run_cli(tmp_path, "run", "--resume", *ONE_CELL)
     assert run.returncode == 0, run.stdout + run.stderr
-    lines = results.read_text().splitlines()
-    assert lines[0] == kept
+    assert results.read_text().startswith(kept)
     assert sorted(r["case"] for r in read_records([results])) == ["first", "second", "third"]
     assert "3 silent-correct" in closing_line(run.stdout.split("# Conformance summary")[0])
 
@@ -162,7 +161,7 @@ def test_resume_runs_a_case_again_whose_file_changed_since(tmp_path: Path) -> No
     for record in read_records([results]):
         latest[record["case"]] = record["outcome"]
     assert latest == {"stays": "silent-correct", "edited": "silent-correct"}
-    assert len(results.read_text().splitlines()) == 3  # stays kept; edited run again
+    assert len(list(read_records([results]))) == 3  # stays kept; edited run again
 
 
 @needs_framework
@@ -220,3 +219,20 @@ def test_show_of_a_case_outside_the_catalogue_points_to_paths(tmp_path: Path) ->
     run = run_cli(tmp_path, "show", "elsewhere_case", "--framework", "torch")
     assert run.returncode == 2
     assert "no case with id 'elsewhere_case' in cases; a case elsewhere is found with --paths DIR" in run.stderr
+
+
+@needs_framework
+def test_a_machine_without_a_gpu_prints_no_letter_for_it_and_says_so_once(tmp_path: Path) -> None:
+    """A column that cannot run is one line at the end, not a skipped cell per case (a fresh machine's
+    terminal was half `s`)."""
+    for name in ("first", "second"):
+        write_case(tmp_path / "cases", QUICK, name)
+    run = run_cli(tmp_path, "run", "--framework", FRAMEWORK)  # every device: cpu and gpu
+    assert run.returncode == 0, run.stdout + run.stderr
+    if f"gpu: no cells of {FRAMEWORK}" not in run.stdout:
+        pytest.skip("this machine has a GPU: its column runs")
+    [progress] = [line for line in run.stdout.splitlines() if line.rstrip().endswith("[2/2]")]
+    assert progress.split()[0] == ".." and "s" not in progress.split()[0]
+    assert run.stdout.count(f"gpu: no cells of {FRAMEWORK}") == 1
+    summary = (tmp_path / "reports" / "summary.md").read_text(encoding="utf-8")
+    assert f"gpu: no cells of {FRAMEWORK}" in summary and "skipped" not in summary.split("Legend")[0]

@@ -14,7 +14,7 @@ from conformance.records.baseline import Baselines
 from conformance.records.record import Record, slim, split_build
 
 from .conftest import INSTALLED
-from .runs import QUICK, run_cli, write_case
+from .runs import QUICK, records_in, run_cli, write_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ def test_a_column_without_a_baseline_is_named_as_unchecked(tmp_path: Path) -> No
     assert line is not None and f"{framework} " in line and "1 cell(s) recorded, none checked" in line, result.stdout[-2000:]
     assert "no baseline" in line and "--update-baselines" in line
     assert "unchecked: " in (tmp_path / "s.md").read_text()
-    record = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    record = records_in(tmp_path / "r.jsonl")[0]
     assert record["run_info"]["build"] and record["run_info"]["numpy"]
     assert "+" not in record["framework_version"]
 

@@ -30,7 +30,11 @@ def test_tox_lists_the_columns_it_runs() -> None:
     assert "tests" not in columns and "report" not in columns
 
 
-COLUMNS = sorted((env, device) for env in tox_columns() for device in DEVICES)
+#: The columns every machine runs, and the GPU columns committed (a machine with a GPU wrote them; one without
+#: writes none: its run says so in one line).
+COLUMNS = sorted((env, "cpu") for env in tox_columns())
+GPU_COLUMNS = sorted((env, device) for env, (framework, version, modes) in tox_columns().items() for device in DEVICES
+                     if device != "cpu" and results_file(framework, version, device, modes).is_file())
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +49,17 @@ def test_every_tox_column_is_committed_whole_and_current(env: str, device: str, 
     framework, version, modes = tox_columns()[env]
     path = results_file(framework, version, device, modes)
     assert path.is_file(), f"{path.relative_to(ROOT)} is missing: run `tox -e {env.split()[0]}` and commit what it writes"
+    _whole_and_current(env, device, path, catalogue)
+
+
+@pytest.mark.parametrize(("env", "device"), GPU_COLUMNS, ids=[f"{e.replace(' ', '-')}-{d}" for e, d in GPU_COLUMNS])
+def test_a_committed_gpu_column_is_whole_and_current(env: str, device: str, catalogue: dict[str, str]) -> None:
+    framework, version, modes = tox_columns()[env]
+    _whole_and_current(env, device, results_file(framework, version, device, modes), catalogue)
+
+
+def _whole_and_current(env: str, device: str, path, catalogue: dict[str, str]) -> None:
+    framework, version, modes = tox_columns()[env]
     records: list[Record] = list(latest_by_cell(load_records([path])).values())
     problems = []
     for record in records:  # (a converter's version names its pair: 3.3.1+paddle3.3.1)

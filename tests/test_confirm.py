@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import INSTALLED, ROOT
-from .runs import FRAMEWORK, run_cli, write_case
+from .runs import FRAMEWORK, records_in, run_cli, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 
@@ -38,7 +38,7 @@ def test_a_changed_cell_is_confirmed_by_the_values_its_reproducer_prints(tmp_pat
     write_case(tmp_path / "cases", CASE, "confirmed")
     assert run_cli(tmp_path, "run", "cases", "--framework", FRAMEWORK, "--device", "cpu",
                    "--results", "new.jsonl").returncode == 0
-    [record] = [json.loads(line) for line in (tmp_path / "new.jsonl").read_text().splitlines()]
+    [record] = records_in(tmp_path / "new.jsonl")
     assert record["outcome"] == "silent-correct"
     (tmp_path / "old.jsonl").write_text(json.dumps(dict(record, outcome="silent-wrong")) + "\n")
     confirmed = _confirm(tmp_path, "new.jsonl", "--since", "old.jsonl")

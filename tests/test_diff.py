@@ -12,6 +12,8 @@ import pytest
 from conformance.cli import main
 from conformance.report.diff import BadInput, Cell, compare, load_side, render_markdown, render_text, severity
 
+from .runs import records_in
+
 
 def record(case: str, outcome: str, framework: str = "torch", version: str = "2.6.2", device: str = "cpu",
            **details: Any) -> dict[str, Any]:
@@ -319,7 +321,7 @@ def test_markdown_escapes_pipes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("edit", ["silent-wrong", "copies"])
 def test_real_results_against_themselves_edited(tmp_path: Path, capsys, edit: str) -> None:
     latest = Path(__file__).resolve().parents[1] / "reports" / "results" / "paddle-3.3.1-cpu.jsonl"
-    records = [json.loads(line) for line in latest.read_text().splitlines() if line.strip()]
+    records = records_in(latest)
     target = next(r for r in records if r["outcome"] not in ("skipped", edit, "silent-wrong"))
     edited = [dict(r, outcome=edit) if r is target else r for r in records]
     status = main(["diff", str(latest), str(write(tmp_path / "edited.jsonl", edited))])

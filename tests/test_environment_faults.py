@@ -10,13 +10,12 @@ file (.ci/run does); elsewhere those tests are skipped, saying so.  A broken com
 from __future__ import annotations
 
 import importlib.metadata
-import json
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from .runs import run_cli
+from .runs import records_in, run_cli
 
 SEED = Path(__file__).resolve().parent.parent / "cases" / "seed"
 
@@ -43,7 +42,7 @@ needs_numpy_fault = pytest.mark.skipif(
 def test_torch_built_for_numpy_1_under_numpy_2_is_an_error_naming_numpy(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "run", str(SEED), "--framework", "torch", "--device", "cpu", "--no-baselines",
                      "--results", "r.jsonl", "--summary", "s.md")
-    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    records = records_in(tmp_path / "r.jsonl")
     assert records and result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     outcomes = {record["outcome"] for record in records}
     assert outcomes == {"error"}, outcomes
@@ -63,7 +62,7 @@ def test_the_same_torch_under_numpy_1_is_not_at_fault(tmp_path: Path) -> None:
     committed = Path(__file__).resolve().parent.parent / "reports" / "results" / f"torch-{TORCH.public}-cpu.jsonl"
     if not committed.is_file():
         pytest.skip(f"no committed column {committed.name}")
-    records = [json.loads(line) for line in committed.read_text().splitlines()]
+    records = records_in(committed)
     assert {r["run_info"]["numpy"] for r in records} == {"1.26.4"}
     assert not [r["case"] for r in records if r["outcome"] == "error"]
 
@@ -76,7 +75,7 @@ def test_a_compiler_that_cannot_compile_the_simplest_program_is_an_error_not_a_r
         pytest.skip(f"torch {TORCH} has no torch.compile on this Python")
     result = run_cli(tmp_path, "run", str(SEED), "--framework", "torch", "--device", "cpu", "--mode", "compile",
                      "--no-baselines", "--results", "r.jsonl", "--summary", "s.md", env={"CXX": "/bin/false"})
-    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    records = records_in(tmp_path / "r.jsonl")
     assert records and result.returncode == 1, result.stdout[-3000:]
     assert {r["outcome"] for r in records} == {"error"}
     assert all("torch.compile cannot compile x * 2 + 1 here" in r["details"]["message"] for r in records)

@@ -3,7 +3,6 @@ cause, never a ``crash`` or ``timeout`` finding, and the run goes on."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from conformance.workers.faults import MEMORY_ENV, death_cause, out_of_memory
 from conformance.workers.pool import WorkerPool, program_folder_prefix, remove_orphaned_program_folders
 
 from .conftest import INSTALLED
-from .runs import FRAMEWORK, QUICK, run_cli
+from .runs import FRAMEWORK, QUICK, records_in, run_cli
 from .runs import write_case as write_case_file
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
@@ -38,7 +37,7 @@ steps:
 
 
 def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return records_in(path)
 
 
 @needs_framework

@@ -18,7 +18,7 @@ from conformance.report.render import GENERATED, render_pages, render_report
 from conformance.report.summary import render_summary
 
 from .conftest import INSTALLED, framework_params
-from .runs import FRAMEWORK, QUICK, cli_command, run_cli, run_pytest, write_case
+from .runs import FRAMEWORK, QUICK, cli_command, records_in, run_cli, run_pytest, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 ONE_COLUMN = ("--framework", FRAMEWORK, "--device", "cpu")
@@ -127,7 +127,7 @@ def test_links_back_up_the_tree_are_followed_once(tmp_path: Path) -> None:
     assert validated.returncode == 0 and "1 valid case(s)" in validated.stdout
     run = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert len((tmp_path / "reports" / "results" / "latest.jsonl").read_text().splitlines()) == 1
+    assert len(records_in(tmp_path / "reports" / "results" / "latest.jsonl")) == 1
 
 
 @needs_framework
@@ -138,7 +138,7 @@ def test_a_fifo_named_like_a_case_is_refused_without_blocking_and_the_rest_runs(
     assert validated.returncode == 1 and "pipe.yaml:1: not a regular file (a FIFO)" in validated.stderr
     run = run_cli(tmp_path, "run", "cases", *ONE_COLUMN, timeout=300)
     assert run.returncode == 2 and "not a regular file (a FIFO)" in run.stderr
-    assert len((tmp_path / "reports" / "results" / "latest.jsonl").read_text().splitlines()) == 1
+    assert len(records_in(tmp_path / "reports" / "results" / "latest.jsonl")) == 1
 
 
 def test_an_endless_or_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_a_project_with_its_own_conftest_and_testpaths_runs_every_cell(tmp_path:
                      "--conformance-summary", "s.md", "--conformance-no-baselines")
     output = run.stdout + run.stderr
     assert run.returncode == 0 and "INTERNALERROR" not in output, output[-3000:]
-    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 2
+    assert len(records_in(tmp_path / "r.jsonl")) == 2
     assert "1 passed" in output and (tmp_path / "s.md").is_file()
 
 

@@ -5,13 +5,12 @@ otherwise make a cell's outcome depend on the cells before it, ``-k``, ``-n`` an
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from .conftest import INSTALLED, ROOT
-from .runs import run_cli
+from .runs import records_in, run_cli
 
 #: Topics whose programs share ops and shapes (equal functions for a compiler's caches), seed included.
 FOLDERS = ("seed", "grads", "views")
@@ -26,7 +25,7 @@ def _outcomes(tmp_path: Path, name: str, files: list[Path], framework: str, mode
     run = run_cli(tmp_path, "run", *map(str, files), "--framework", framework, "--device", "cpu", "--mode", mode,
                   "--no-baselines", "--results", str(results), "--summary", str(tmp_path / f"{name}.md"))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    records = records_in(results)
     return {r["case"]: (r["outcome"], r["details"].get("correct")) for r in records}
 
 

@@ -16,7 +16,7 @@ from conformance.outputs import ResultsLock, check_outputs
 from conformance.settings import OptionError
 
 from .conftest import INSTALLED, ROOT, SEED, fill
-from .runs import FRAMEWORK, LONG, QUICK, cli_command, run_cli, write_case
+from .runs import FRAMEWORK, LONG, QUICK, cli_command, records_in, run_cli, write_case
 
 needs_framework = pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
 ONE_COLUMN = ("--framework", FRAMEWORK, "--device", "cpu")
@@ -27,7 +27,7 @@ def error_lines(stderr: str) -> list[str]:
 
 
 def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return records_in(path)
 
 
 # -- the results file and the summary ----------------------------------------------------------------
@@ -248,8 +248,9 @@ def test_a_results_filesystem_that_fills_stops_the_run_at_the_first_lost_record(
     assert output.count(f"cannot write {results}: No space left on device") == 1, output[-3000:]
     assert "Traceback" not in output
     lines = results.read_bytes().split(b"\n")
-    assert lines[-1] == b"" and 0 < len(lines) - 1 < 30
-    assert all(json.loads(line)["case"].startswith("quick_") for line in lines[:-1])
+    assert lines[-1] == b""  # whole lines only: a record with its run line, or neither
+    records = records_in(results)
+    assert 0 < len(records) < 30 and all(record["case"].startswith("quick_") for record in records)
     assert run_cli(tmp_path, "diff", str(results), str(results)).returncode == 0
 
 
@@ -268,7 +269,7 @@ def test_a_run_keeps_the_previous_runs_results_and_summary_and_says_where(tmp_pa
     assert second.returncode == 0, second.stdout[-2000:]
     assert (results.with_name("latest.jsonl.previous").read_bytes(),
             summary.with_name("summary.md.previous").read_bytes()) == before
-    assert len(results.read_text().splitlines()) == 1
+    assert len(records_in(results)) == 1
     assert f"kept the previous run's results: {results}.previous" in second.stdout
     assert f"kept the previous run's summary: {summary}.previous" in second.stdout
 
@@ -284,4 +285,4 @@ def test_a_summary_on_a_full_filesystem_is_one_line_and_the_results_are_whole(fu
     output = run.stdout + run.stderr
     assert run.returncode == 1 and "Traceback" not in output and "INTERNALERROR" not in output, output[-3000:]
     assert f"error: cannot write {summary}: No space left on device" in output
-    assert [json.loads(line)["case"] for line in (tmp_path / "r.jsonl").read_text().splitlines()] == ["quick"]
+    assert [record["case"] for record in records_in(tmp_path / "r.jsonl")] == ["quick"]

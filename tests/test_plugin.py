@@ -61,9 +61,11 @@ def test_header_names_versions_and_results_hold_one_record_per_cell(pytester, pr
                                            "--conformance-results", str(results))
     result.stdout.fnmatch_lines([f"conformance: frameworks: {FRAMEWORK} *; devices: cpu, gpu; modes: eager"])
     records = list(read_records([results]))
-    assert len(records) == 4
-    assert {r["device"] for r in records} == {"cpu", "gpu"}
-    assert (project / "reports" / "summary.md").exists()
+    absent = f"gpu: no cells of {FRAMEWORK}" in result.stdout.str()  # a machine without a GPU runs no GPU cell
+    assert len(records) == (2 if absent else 4)
+    assert {r["device"] for r in records} == ({"cpu"} if absent else {"cpu", "gpu"})
+    summary = (project / "reports" / "summary.md").read_text(encoding="utf-8")
+    assert ("gpu: no cells of" in summary) == absent
 
 
 def test_a_bad_case_file_fails_alone_with_file_and_line(pytester, project) -> None:
@@ -96,7 +98,10 @@ def test_the_closing_line_counts_each_outcome(pytester, project) -> None:
                                            "--conformance-device", "cpu", "--conformance-device", "gpu")
     assert result.ret == 0
     line = closing_line(result.stdout.str())
-    assert counts(line) == {"raises": 1, "silent-correct": 1, "aliases": 1, "skipped": 3}, line
+    absent = f"gpu: no cells of {FRAMEWORK}" in result.stdout.str()  # said once, and no cell skipped for it
+    expected = {"raises": 1, "silent-correct": 1, "aliases": 1} if absent else {"raises": 2, "silent-correct": 2,
+                                                                                 "aliases": 2}
+    assert counts(line) == expected, line
 
 
 def test_a_harness_error_is_an_error_and_fails_the_run(pytester, project) -> None:

@@ -38,11 +38,18 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 def test_every_committed_record_loads_and_round_trips(path: Path) -> None:
     records = load_records([path])
     assert records
-    for line, record in zip((json.loads(x) for x in path.read_text().splitlines() if x.strip()), records):
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    runs = {line["run"]: line["run_info"] for line in lines if "case" not in line}
+    assert runs, "a committed results file holds its runs' information in run lines"
+    record_lines = [line for line in lines if "case" in line]
+    assert len(record_lines) == len(records) and all("run_info" not in line for line in record_lines)
+    for line, record in zip(record_lines, records):
         assert record.mode == line.get("mode", "eager")  # a record written before modes existed is eager
+        assert record.run_info == runs[line["run"]]
         again = Record.from_dict(record.to_dict())
         assert again == record
-        assert record.to_dict() == {**line, "mode": record.mode}  # written bounded: reading changes nothing
+        expected = {**{k: v for k, v in line.items() if k != "run"}, "mode": record.mode, "run_info": runs[line["run"]]}
+        assert record.to_dict() == expected  # written bounded: reading changes nothing
 
 
 def test_unknown_keys_are_kept_and_mode_is_read() -> None:

@@ -6,6 +6,12 @@ an exclusive record lock (``lockf``) for each write.  Reading is strict: a line 
 is not a record (malformed, truncated, or JSON of another shape) is a
 :class:`ResultsError` naming the file and line, never skipped, because a report
 or diff built on a silently shortened file states false facts.
+
+What a run ran on (``run_info``: host, OS, CPU, Python, NumPy, the framework's build, the cases'
+revision) is written once per run and file, as a *run line* ``{"run": ID, "run_info": {...}}`` (the
+ID a digest of the information) before the first record that refers to it by ``"run": ID``; a
+record read back carries its run's information again.  A record that holds its ``run_info`` itself
+(the form before run lines) is read as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import platform
@@ -26,7 +33,7 @@ import numpy as np
 from conformance.records.record import Column, Record, RecordError, as_record
 
 __all__ = ["ResultsError", "ResultsWriteError", "ResultsFile", "append_record", "read_records", "iter_records",
-           "load_records", "recorded_path", "run_info", "latest_by_cell"]
+           "load_records", "recorded_path", "rewrite_results", "run_info", "latest_by_cell"]
 
 
 class ResultsError(Exception):
@@ -52,20 +59,42 @@ def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
         results.append(record)
 
 
+def run_id(info: Mapping[str, Any]) -> str:
+    """The ID of a run line: a digest of the run's information (the same information, the same ID)."""
+    text = json.dumps(info, sort_keys=True, allow_nan=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def run_line(info: Mapping[str, Any]) -> str:
+    return json.dumps({"run": run_id(info), "run_info": dict(info)}, sort_keys=True, allow_nan=True) + "\n"
+
+
+def record_line(written: Mapping[str, Any]) -> str:
+    """A record as its line: its run's information replaced by the run's ID."""
+    line = {k: v for k, v in written.items() if k != "run_info"}
+    line["run"] = run_id(written.get("run_info") or {})
+    return json.dumps(line, sort_keys=True, allow_nan=True) + "\n"
+
+
 class ResultsFile:
     """A results file held open for appending through a run: each record goes to disk in one write as
-    its cell ends, without reopening the file for every cell.  *shared*: other processes append to the
-    same file (pytest-xdist workers), so each write also takes the file's lock."""
+    its cell ends, without reopening the file for every cell (with its run line, the first time it refers to
+    a run).  *shared*: other processes append to the same file (pytest-xdist workers), so each write also
+    takes the file's lock."""
 
     def __init__(self, path: Path | str, shared: bool = True) -> None:
         self.path = Path(path)
         self.shared = shared
         self._fd: int | None = None
+        self._runs: set[str] = set()  # the runs this writer has written the line of
 
     def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
-        """Write one record; return it as written (bounded)."""
+        """Write one record (after its run line, the first time); return it as written (bounded)."""
         written = as_record(record).to_dict()
-        data = (json.dumps(written, sort_keys=True, allow_nan=True) + "\n").encode("utf-8")
+        info = written.get("run_info") or {}
+        ident = run_id(info)
+        text = ("" if ident in self._runs else run_line(info)) + record_line(written)
+        data = text.encode("utf-8")
         try:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +116,7 @@ class ResultsFile:
         finally:
             if self.shared:
                 fcntl.lockf(self._fd, fcntl.LOCK_UN)
+        self._runs.add(ident)
         return written
 
     def close(self) -> None:
@@ -104,11 +134,12 @@ class ResultsFile:
 def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
             stop: int | None = None) -> Iterator[tuple[dict[str, Any], Record]]:
     """The records of *path* from byte *start* to *stop* (both at line starts), a line at a time: a
-    large results file is never held whole."""
+    large results file is never held whole.  Each carries its run's information (its run line's)."""
     try:
         handle = open(path, "rb")
     except OSError as exc:
         raise ResultsError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+    runs: dict[str, dict[str, Any]] = {}
     with handle:
         handle.seek(start)
         offset, read = start, 0
@@ -123,6 +154,19 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
             problem = None
             try:
                 data = json.loads(raw.decode("utf-8"))
+                if _is_run_line(data):
+                    runs[data["run"]] = data["run_info"]
+                    continue
+                if isinstance(data, dict) and isinstance(data.get("run"), str) and "run_info" not in data:
+                    info = runs.get(data["run"])
+                    if info is None and start > 0:  # its run line lies before the part asked for
+                        runs.update(_run_lines(path, start))
+                        info = runs.get(data["run"])
+                    if info is None:
+                        raise RecordError(f"the record refers to run {data['run']!r}, which no run line of the "
+                                          f"file before it describes")
+                    data = {k: v for k, v in data.items() if k != "run"}
+                    data["run_info"] = info
                 record = Record.from_dict(data)
             except UnicodeDecodeError:
                 problem = "not UTF-8 text"
@@ -137,6 +181,29 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
             if problem is not None:  # the line's number, counted from the start of the file only now
                 raise ResultsError(path, _line_number(path, start) + read, problem) from None
             yield data, record
+
+
+def _is_run_line(data: Any) -> bool:
+    return (isinstance(data, dict) and "case" not in data and isinstance(data.get("run"), str)
+            and isinstance(data.get("run_info"), dict))
+
+
+def _run_lines(path: Path, stop: int) -> dict[str, dict[str, Any]]:
+    """The run lines of *path* before byte *stop*."""
+    found: dict[str, dict[str, Any]] = {}
+    with open(path, "rb") as handle:
+        for raw in handle:
+            stop -= len(raw)
+            if stop < 0:
+                break
+            if b'"run_info"' in raw and b'"case"' not in raw:
+                try:
+                    data = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    continue
+                if _is_run_line(data):
+                    found[data["run"]] = data["run_info"]
+    return found
 
 
 def _line_number(path: Path, offset: int) -> int:
@@ -166,6 +233,25 @@ def read_records(paths: Iterable[Path | str], torn_ok: bool = False, start: int 
     for path in paths:
         for data, _ in _parsed(Path(path), torn_ok, start, stop):
             yield data
+
+
+def rewrite_results(path: Path | str) -> int:
+    """Write *path* again in the current form (run lines), record for record in its order, replacing it in
+    one rename; the number of records."""
+    from conformance.outputs import write_file
+
+    path = Path(path)
+    lines: list[str] = []
+    seen: set[str] = set()
+    for data in read_records([path]):
+        written = as_record(data).to_dict()
+        info = written.get("run_info") or {}
+        if run_id(info) not in seen:
+            seen.add(run_id(info))
+            lines.append(run_line(info))
+        lines.append(record_line(written))
+    write_file(path, "".join(lines))
+    return sum(1 for line in lines if '"case"' in line)
 
 
 def latest_by_cell(records: Iterable[Record | Mapping[str, Any]]) -> dict[tuple[str, Column], Record]:

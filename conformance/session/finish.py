@@ -207,7 +207,7 @@ def findings(config: pytest.Config, state: RunState) -> Iterator[str]:
 
 def write_summary(records: list[Record], path: Path, state: RunState, config: pytest.Config) -> None:
     text = render_summary(records, notes=[line for line, _ in state.notes
-                                          if line.startswith(("unchecked:", "error:"))])
+                                          if line.startswith(("unchecked:", "error:")) or ": no cells of " in line])
     if state.interrupted:
         title, _, rest = text.partition("\n")
         text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "

@@ -16,15 +16,15 @@ from typing import Any, Iterator
 
 import pytest
 
-from conformance.adapter import adapter_classes
+from conformance.adapter import adapter_classes, installed
 from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError
 from conformance.engine import Engine
 from conformance.records.record import slim
 from conformance.records.results import ResultsWriteError
 from conformance.session.start import keeps_records, results_file
-from conformance.session.state import (KEPT, PRODUCED, SEEN_IDS, Cell, baselines, devices, engine, frameworks, modes,
-                                       prefetches)
+from conformance.session.state import (ABSENT, KEPT, PRODUCED, SEEN_IDS, Cell, baselines, devices, engine, frameworks,
+                                       modes, prefetches, runs_cells)
 from conformance.settings import EAGER, modes_for
 
 
@@ -77,14 +77,29 @@ _COLUMNS = pytest.StashKey[list]()  # the (framework, device, mode, label) a cas
 
 def _columns(config: pytest.Config) -> list[tuple[str, str, str, str]]:
     """(framework, device, mode, label) of every item a case expands to, worked out once per run (each
-    lookup of the adapters reads every installed entry point)."""
+    lookup of the adapters reads every installed entry point).  A device the framework's worker says it
+    cannot use (no GPU, a CPU-only build) makes no item at all: the run says so once, at its end."""
     if _COLUMNS not in config.stash:
         classes = adapter_classes()
-        config.stash[_COLUMNS] = [
-            (framework, device, mode, "-".join([framework, device] + ([mode] if mode != EAGER else [])))
-            for framework in frameworks(config) for device in devices(config)
-            for mode in modes_for(modes(config), getattr(classes.get(framework), "modes", {}))]
+        absent = config.stash.setdefault(ABSENT, {})
+        columns = []
+        for framework in frameworks(config):
+            for device in devices(config):
+                if device != "cpu" and runs_cells(config) and installed(framework)[0]:
+                    problem = engine(config).device_problem(framework, device)
+                    if problem is not None:
+                        absent[(framework, device)] = problem
+                        continue
+                columns += [(framework, device, mode, "-".join([framework, device] + ([mode] if mode != EAGER else [])))
+                            for mode in modes_for(modes(config), getattr(classes.get(framework), "modes", {}))]
+        config.stash[_COLUMNS] = columns
     return config.stash[_COLUMNS]
+
+
+def absent_columns(config: pytest.Config) -> list[str]:
+    """One line per framework and device that ran no cell because the device cannot run them."""
+    return [f"{device}: no cells of {framework} {version}: {problem}"
+            for (framework, device), (version, problem) in sorted(config.stash.get(ABSENT, {}).items())]
 
 
 class InvalidCase(pytest.Item):

@@ -29,6 +29,8 @@ _BASELINES = pytest.StashKey["Baselines | None"]()
 RESULTS_FILE = pytest.StashKey["ResultsFile"]()
 PRODUCED = pytest.StashKey[dict]()  # results on /dev/null: the slim record of each cell, for the summary
 LOCK = pytest.StashKey["ResultsLock"]()  # this run's hold on its results file
+#: (framework, device) -> (the framework's version, why the device cannot run cells): columns with no items
+ABSENT = pytest.StashKey[dict]()
 
 Cell = tuple[str, str, str, str]  # case id, framework, device, mode: what --resume and the summary key on
 
