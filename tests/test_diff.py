@@ -282,6 +282,16 @@ def test_porting_view_torch_vs_paddle(tmp_path: Path, capsys) -> None:
     assert "  rnn [cpu]  silent-wrong -> raises" in capsys.readouterr().out
 
 
+def test_a_gpu_column_against_the_cpu_column_names_the_device_as_the_difference(tmp_path: Path, capsys) -> None:
+    """The GPU column (tools/gpu_column.sh) is checked against the committed CPU column of its version."""
+    cpu = [record("a", "aliases"), record("b", "silent-correct")]
+    gpu = [record("a", "aliases", device="gpu"), record("b", "silent-wrong", device="gpu", max_error=0.5)]
+    assert main(["diff", str(write(tmp_path / "cpu.jsonl", cpu)), str(write(tmp_path / "gpu.jsonl", gpu))]) == 1
+    out = capsys.readouterr().out
+    assert "  torch 2.6.2 cpu  ->  torch 2.6.2 gpu  (same version, another device: the device is the difference)" in out
+    assert "b [gpu]  silent-correct -> silent-wrong" in out
+
+
 def test_several_columns_per_file_matched_by_framework_and_device(tmp_path: Path, capsys) -> None:
     both = [record("a", "raises", **raised()), record("a", "silent-correct", framework="paddle", version="3.3.1"),
             record("a", "skipped", device="gpu", reason="no GPU")]

@@ -363,7 +363,9 @@ def _view(pair: tuple[Column, Column]) -> str:
         return f"{old.mode} -> {new.mode} view"
     if old.framework != new.framework:
         return "porting view"
-    return "upgrade view" if old.version != new.version else "same version"
+    if old.version != new.version:
+        return "upgrade view"
+    return "same version, another device: the device is the difference" if old.device != new.device else "same version"
 
 
 def _where(comparison: Comparison, pair: tuple[Column, Column]) -> str:
