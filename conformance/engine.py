@@ -87,9 +87,13 @@ def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, st
 
 
 class Engine:
-    def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 keeps_programs: bool = False) -> None:
         self.pool = pool or WorkerPool()
         self.timeout = timeout
+        #: Whether each cell's worker also writes the cell's reproducer, which the cell's result then carries
+        #: (``program``): a run that keeps its programs (records/programs.py) gets them as its cells end.
+        self.keeps_programs = keeps_programs
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
         # What is kept per case, for the most recent cases only (a case's cells run one after another; one
         # asked for again after it left is computed again): the parent's memory stays flat in the cases.
@@ -283,7 +287,10 @@ class Engine:
 
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
-        ticket = self.pool.submit(framework, {"cmd": "run", "device": device, "mode": mode}, self._timeout(case),
+        request = {"cmd": "run", "device": device, "mode": mode}
+        if self.keeps_programs and not getattr(_adapters().get(framework), "isolated", True):
+            request["keep"] = True  # a converter's program is its conversion of another's: never kept
+        ticket = self.pool.submit(framework, request, self._timeout(case),
                                   case=(key[0], functools.partial(self._message, case)),
                                   on_reply=functools.partial(self._answered, case, framework))
         self._tickets[key] = ticket
@@ -451,6 +458,8 @@ class Engine:
             version = installed(framework)[1] or "unknown"
             try:
                 reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
+                if self.keeps_programs and reply.get("status") in ("crash", "timeout") and not cls.isolated:
+                    reply["kept"] = self._reproducer(case, framework, device, mode)
             except Exception as exc:  # noqa: BLE001 - a fault of the harness's own bookkeeping: one cell
                 reply = {"status": "error", "message": f"the harness could not run this cell: "
                                                        f"{type(exc).__name__}: {exc}"}
@@ -479,6 +488,7 @@ class Engine:
                         "run_seconds": reply.get("run_seconds"),
                         "worker_import_seconds": worker_info.get("import_seconds") if worker_info else None},
             "run_info": self._run_info_of(case, worker_info, device),
+            **({"program": reply["kept"]} if isinstance(reply.get("kept"), dict) else {}),
         }
 
     def _judge(self, case: Case, reply: dict[str, Any], framework: str = "") -> tuple[str, dict[str, Any]]:
@@ -542,6 +552,15 @@ class Engine:
             return outcome, details
         judged["documented_copies"] = documented
         return ("copies" if again == "silent-correct" else again), judged
+
+    def _reproducer(self, case: Case, framework: str, device: str, mode: str) -> dict[str, Any] | None:
+        """The reproducer of a cell whose worker died running it (the reply that carries it died with it),
+        written by the worker that replaces it: the program of a crash is the one a user most needs."""
+        from conformance.program.rendered import case_key, render_all
+
+        replies = render_all(functools.partial(self.pool.submit, framework), [case], device, mode,
+                             timeout=self._timeout(case), wait=self.pool.wait)
+        return replies.get(case_key(case))
 
     def _execute_timed(self, case: Case, framework: str, device: str,
                        mode: str) -> tuple[dict[str, Any], dict | None, float | None]:

@@ -16,16 +16,19 @@ PATH: REASON`` and nothing half written.  For a run in particular:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 from conformance.settings import OptionError
 
-__all__ = ["OutputError", "ResultsLock", "check_outputs", "check_writable", "prepare", "write_file"]
+__all__ = ["AppendFile", "OutputError", "ResultsLock", "check_outputs", "check_writable", "prepare", "replace_file",
+           "write_file"]
 
 
 class OutputError(OptionError):
@@ -158,21 +161,64 @@ class ResultsLock:
             self._fd = None
 
 
+class AppendFile:
+    """A file held open for appending through a run, each piece going to disk in one write as it comes,
+    never a part of one: a write cut short by a full disk is taken back.  *shared*: other processes append
+    to the same file (pytest-xdist workers), so each write also takes the file's record lock (``lockf``;
+    the run's own lock on a results file, :class:`ResultsLock`, is another kind).  Raises OSError."""
+
+    def __init__(self, path: Path | str, shared: bool = True) -> None:
+        self.path = Path(path)
+        self.shared = shared
+        self._fd: int | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                               0o666)
+        if self.shared:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX)
+        try:
+            end = os.lseek(self._fd, 0, os.SEEK_END)
+            view = memoryview(data)
+            try:
+                while view:  # a write to a regular file takes it all; a short one is finished, never lost
+                    view = view[os.write(self._fd, view):]
+            except OSError:  # a full disk: the part written goes, so that the file holds whole pieces
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, end)
+                raise
+        finally:
+            if self.shared:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 def write_file(path: Path | str, text: str) -> None:
     """Write *text* as the whole content of *path*: a regular file is replaced in one rename (never half
     written); anything else accepted as an output (``/dev/null``) is written in place."""
+    replace_file(path, [text])
+
+
+def replace_file(path: Path | str, pieces: Iterable[str]) -> None:
+    """:func:`write_file` of the text *pieces* make, written as they come (a large file is never held whole)."""
     path = prepare(path)
     try:
         if _kind(path) is not None:
             with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
+                handle.writelines(pieces)
             return
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
         raise OutputError(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines(pieces)
         os.chmod(temporary, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask())
         os.replace(temporary, path)
     except BaseException as exc:

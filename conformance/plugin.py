@@ -36,8 +36,8 @@ from conformance.session.finish import (DANGEROUS, RunState, environment_faults,
 from conformance.session.items import CaseFile, CaseFolder, CaseItem, absent_columns, cell_of
 from conformance.session.start import check_baselines, finished_cells, keep_untouched, size, start_outputs
 from conformance.session.state import (ABSENT, ACTIVE, ENGINE, KEPT, LOCK, PREVIOUS, RESULTS_FILE, SEEN_IDS, baseline_folder,
-                                       case_timeout, devices, engine, frameworks, is_active, is_controller, listed,
-                                       modes, prefetches, results_path, runs_cells, summary_path)
+                                       case_timeout, devices, engine, frameworks, is_active, is_controller, keeps_programs,
+                                       listed, modes, prefetches, results_path, runs_cells, summary_path)
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, OptionError,
                                   check_framework_modes, modes_for)
 from conformance.workers.faults import memory_limit
@@ -175,8 +175,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if chosen and reporter is not None:
         reporter.write_line(f"conformance: -n auto: {chosen}")
-    if ENGINE in config.stash:  # started by the conformance command: the run's timeout applies
+    if ENGINE in config.stash:  # started by the conformance command: the run's settings apply
         config.stash[ENGINE].timeout = case_timeout(config)
+        config.stash[ENGINE].keeps_programs = keeps_programs(config)
     if runs_cells(config):
         engine(config).start(frameworks(config))
 
@@ -321,8 +322,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             write_summary(records, summary_path(config), state, config)
         if config.getoption("conformance_update_baselines") and records:
             Baselines(baseline_folder(config)[0]).update(records)
-        if records and not state.interrupted:
-            keep_programs(config, records)
+        if records:  # an interrupted run too: the programs of the cells it ran are kept with their records
+            state.notes += keep_programs(config, records)
         if config.getoption("conformance_prune_baselines"):
             failed = not prune(config, state)
         for record in records:

@@ -60,6 +60,27 @@ def test_a_hanging_step_times_out_and_the_next_cell_runs(engine, write_case) -> 
     assert engine.pool.get(FRAMEWORK).pid != first_pid  # the hung worker was replaced
 
 
+@needs_framework
+def test_a_cell_keeps_its_reproducer_even_when_its_worker_died_running_it(write_case) -> None:
+    """The reproducer comes back with a cell's reply; a worker killed mid-cell sends none, so the worker
+    that replaces it writes the program: a hang or a crash is the cell whose program a user needs most."""
+    engine = Engine(timeout=3, keeps_programs=True)
+    try:
+        hang, quick = load_case(write_case(NEVER_RETURNS)), load_case(write_case(QUICK))
+        record = engine.run_cell(hang, FRAMEWORK, "cpu")
+        assert record["outcome"] == "timeout"
+        assert "for _r1 in range(1000000000):" in record["program"]["source"]
+        answered = engine.run_cell(quick, FRAMEWORK, "cpu")
+        assert answered["outcome"] == "silent-correct" and "print(" in answered["program"]["source"]
+    finally:
+        engine.pool.close()
+    plain = Engine(timeout=60)  # a run that keeps no program asks for none
+    try:
+        assert "program" not in plain.run_cell(quick, FRAMEWORK, "cpu")
+    finally:
+        plain.pool.close()
+
+
 def _killed_mid_case(engine, write_case, framework: str, sig: signal.Signals) -> dict:
     hang = load_case(write_case(NEVER_RETURNS))
     worker = engine.pool.get(framework)

@@ -3,12 +3,15 @@ porting guide and the site show as each framework's code."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from conformance.records.programs import load_programs, newest_programs, programs_path, prune_programs, write_programs
+from conformance.records.programs import (ProgramSpool, keep_spooled, load_programs, newest_programs, programs_path,
+                                         prune_programs, spool_path, write_programs)
 
 from .conftest import INSTALLED, SEED
 from .runs import FRAMEWORK, run_cli
@@ -78,3 +81,146 @@ def test_pruning_removes_the_programs_of_cases_gone_and_keeps_the_rest_as_writte
     write_programs(tmp_path / "only.jsonl", [entry("kept")])
     assert written == programs_path(tmp_path / "only.jsonl").read_text(encoding="utf-8")
     assert prune_programs(results, {"kept"}) == 0 and programs_path(results).read_text(encoding="utf-8") == written
+
+
+_COUNTING = '''\
+import os
+
+if os.environ.get("RENDER_LOG"):  # every program any process of the run writes, one line each
+    import conformance.program.translate as translate
+
+    written = translate.translate
+
+    def counted(case, adapter, device, *, harness, **options):
+        with open(os.environ["RENDER_LOG"], "a", encoding="utf-8") as log:
+            log.write(f"{case.id} {adapter.name} {'harness' if harness else 'reproducer'}\\n")
+        return written(case, adapter, device, harness=harness, **options)
+
+    translate.translate = counted
+'''
+
+
+def _renders(log: Path) -> list[str]:
+    return sorted(log.read_text(encoding="utf-8").splitlines()) if log.exists() else []
+
+
+@needs_framework
+def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_cells_it_keeps(tmp_path: Path) -> None:
+    names = ["leaf_sin_inplace", "iadd_keeps_storage", "detach_shares_memory"]
+    for name in names + ["clone_then_requires_grad"]:
+        shutil.copy(SEED / f"{name}.yaml", tmp_path / f"{name}.yaml")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
+    log = tmp_path / "renders.log"
+    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    results = tmp_path / "r.jsonl"
+    ran = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "--framework", FRAMEWORK, "--device", "cpu",
+                  "--results", str(results), "--no-baselines", env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    # each cell's program for its run and its reproducer, each written once, by the worker that ran the cell,
+    # the one right after the other (never a second pass over the cells at the end of the run)
+    assert _renders(log) == sorted(f"{name} {FRAMEWORK} {kind}" for name in names for kind in ("harness", "reproducer"))
+    written = log.read_text(encoding="utf-8").splitlines()
+    assert all(written[i].split()[0] == written[i + 1].split()[0] and written[i].endswith("harness")
+               for i in range(0, len(written), 2))
+    kept = load_programs([results])
+    assert sorted(key[4] for key in kept) == sorted(names)
+    assert not programs_path(results).with_name(programs_path(results).name + ".spool").exists()
+    for (_, _, _, _, case), entry in kept.items():
+        shown = run_cli(tmp_path, "show", case, "--framework", FRAMEWORK, "--paths", ".", "--no-run")
+        assert shown.returncode == 0 and entry["source"] == shown.stdout  # what `conformance show` prints
+    before = programs_path(results).read_text(encoding="utf-8")
+
+    log.unlink()
+    resumed = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "clone_then_requires_grad.yaml",
+                      "--framework", FRAMEWORK, "--device", "cpu", "--results", str(results), "--no-baselines",
+                      "--resume", env=env)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _renders(log) == [f"clone_then_requires_grad {FRAMEWORK} harness",
+                             f"clone_then_requires_grad {FRAMEWORK} reproducer"]
+    after = load_programs([results])
+    assert sorted(key[4] for key in after) == sorted(names + ["clone_then_requires_grad"])
+    assert all(after[key] == entry for key, entry in kept.items())  # the kept cells' programs, as they were
+    assert all(line in programs_path(results).read_text(encoding="utf-8").splitlines()
+               for line in before.splitlines()[1:-1] if line.endswith(","))
+    assert "programs:" not in resumed.stdout  # no cell without its program
+
+
+def _entry(case: str, text: str = "", version: str = "2.13.0") -> dict:
+    return {"framework": "torch", "version": version, "device": "cpu", "mode": "eager", "case": case,
+            "case_digest": "sha256:0", "code": f"# {case} {text}\n", "source": f"print({case!r}, {text!r})\n",
+            "unsupported": None}
+
+
+def _key(case: str, version: str = "2.13.0") -> tuple[str, str, str, str, str]:
+    return ("torch", version, "cpu", "eager", case)
+
+
+def test_the_spooled_programs_of_the_run_s_cells_join_those_kept_the_latest_of_a_cell_winning(tmp_path: Path) -> None:
+    results = tmp_path / "r.jsonl"
+    write_programs(results, [_entry("old"), _entry("rerun", "before")])
+    spool = ProgramSpool(results, shared=True)
+    for entry in (_entry("rerun", "first try"), _entry("new"), _entry("rerun", "after"), _entry("errored"),
+                  _entry("new", "2.12", version="2.12.0")):
+        spool.add(entry)
+    spool.close()
+    # an error's cell and another version's are no cells of this run: their spooled programs are not kept
+    assert keep_spooled(results, [_key("rerun"), _key("new"), _key("old"), _key("never written")]) == (3, 1)
+    kept = load_programs([results])
+    assert sorted(kept) == [_key("new"), _key("old"), _key("rerun")]
+    assert kept[_key("rerun")]["code"] == "# rerun after\n" and kept[_key("old")] == _entry("old")
+    assert not spool_path(results).exists()
+    # the file is what write_programs writes for the same entries, byte for byte
+    write_programs(tmp_path / "same.jsonl", [_entry("old"), _entry("new"), _entry("rerun", "after")])
+    assert programs_path(results).read_bytes() == programs_path(tmp_path / "same.jsonl").read_bytes()
+
+
+def test_a_programs_file_written_another_way_is_read_whole_and_an_unreadable_one_replaced(tmp_path: Path) -> None:
+    results = tmp_path / "r.jsonl"
+    programs_path(results).write_text(json.dumps({"programs": [_entry("one line"), _entry("b")]}), encoding="utf-8")
+    spool = ProgramSpool(results, shared=False)
+    spool.add(_entry("c"))
+    spool.close()
+    assert keep_spooled(results, [_key("c")]) == (1, 0)
+    assert sorted(load_programs([results])) == [_key("b"), _key("c"), _key("one line")]
+    programs_path(results).write_text('{"programs": [\n{"case": "no column"},\nnot json\n]}\n', encoding="utf-8")
+    spool = ProgramSpool(results, shared=False)
+    spool.add(_entry("c", "again"))
+    spool.close()
+    assert keep_spooled(results, [_key("c")]) == (1, 0) and list(load_programs([results])) == [_key("c")]
+
+
+@needs_framework
+def test_a_fresh_run_drops_an_interrupted_run_s_spool_and_a_resumed_one_keeps_its_programs(tmp_path: Path) -> None:
+    shutil.copy(SEED / "leaf_sin_inplace.yaml", tmp_path / "leaf_sin_inplace.yaml")
+    results = tmp_path / "r.jsonl"
+    ran = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", "--framework", FRAMEWORK, "--device", "cpu",
+                  "--results", str(results), "--no-baselines")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    kept = load_programs([results])
+    (key, entry), = kept.items()
+    # as a run killed after its cell leaves it: the cell's record written, its program spooled, not yet kept
+    programs_path(results).unlink()
+    ProgramSpool(results, shared=False).add(entry)
+    resumed = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", "--framework", FRAMEWORK, "--device", "cpu",
+                      "--results", str(results), "--no-baselines", "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert load_programs([results]) == kept and not spool_path(results).exists()
+    # a fresh run starts with no spool: a stale program is never kept as this run's
+    stale = dict(entry, case="gone", source="stale\n")
+    ProgramSpool(results, shared=False).add(stale)
+    again = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", "--framework", FRAMEWORK, "--device", "cpu",
+                    "--results", str(results), "--no-baselines")
+    assert again.returncode == 0 and load_programs([results]) == kept
+
+
+def test_a_spool_path_that_is_no_regular_file_refuses_the_run_before_any_cell(tmp_path: Path) -> None:
+    results = tmp_path / "r.jsonl"
+    results.write_text("")
+    os.mkfifo(spool_path(results))
+    ran = run_cli(tmp_path, "run", str(SEED / "leaf_sin_inplace.yaml"), "--framework", FRAMEWORK, "--results",
+                  str(results), "--no-baselines", timeout=120)
+    assert ran.returncode == 2
+    assert f"cannot write {spool_path(results)}: it is not a regular file" in ran.stdout + ran.stderr
+    assert results.read_text() == ""

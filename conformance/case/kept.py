@@ -50,20 +50,30 @@ def _encode(value: Any) -> Any:
     raise _NotKept(f"a {type(value).__name__} is not kept")
 
 
+#: What JSON gives for a scalar: kept as it is.
+_SCALARS = frozenset({type(None), bool, int, float, str})
+
+
 def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"type", "fields"} and value["type"] in _TYPES and isinstance(value["fields"], dict):
-            return _TYPES[value["type"]](**{name: _decode(item) for name, item in value["fields"].items()})
-        if set(value) == {"tuple"} and isinstance(value["tuple"], list):
-            return tuple(_decode(item) for item in value["tuple"])
-        if set(value) == {"list"} and isinstance(value["list"], list):
-            return [_decode(item) for item in value["list"]]
-        if set(value) == {"map"} and isinstance(value["map"], list):
-            return {_decode(k): _decode(v) for k, v in value["map"]}
-        raise _NotKept("an object of no kept form")
-    if value is None or isinstance(value, (bool, int, float, str)):
+    kind = type(value)
+    if kind in _SCALARS:  # most of a case's nodes (its literals' numbers): one look-up each
         return value
-    raise _NotKept(f"a {type(value).__name__} of no kept form")
+    if kind is dict:  # one look-up per form, no set built per node
+        if len(value) == 2 and "fields" in value:
+            cls, fields = _TYPES.get(value.get("type")), value["fields"]
+            if cls is not None and type(fields) is dict:  # noqa: E721
+                return cls(**{name: _decode(item) for name, item in fields.items()})
+        elif len(value) == 1:
+            form, items = next(iter(value.items()))
+            if type(items) is list:  # noqa: E721
+                if form == "tuple":
+                    return tuple([_decode(item) for item in items])
+                if form == "list":
+                    return [_decode(item) for item in items]
+                if form == "map":
+                    return {_decode(k): _decode(v) for k, v in items}
+        raise _NotKept("an object of no kept form")
+    raise _NotKept(f"a {kind.__name__} of no kept form")
 
 
 def dump_case(case: Case) -> bytes | None:

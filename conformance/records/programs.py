@@ -8,17 +8,27 @@ of that framework version spelled it.  Each entry is one case in one column: the
 reproducer's imports, helpers, step marks and prints).  A converter's programs (PaConvert) are its
 conversions of another framework's program, one process per case: they are not kept (``conformance show``
 prints them).
+
+A run gets each cell's program from the worker that ran the cell, with its result, and appends it to a
+spool beside the programs file (``NAME.programs.json.spool``) as the cell ends, so that the run holds none
+of them in memory; at its end (:func:`keep_spooled`) the spooled programs of the cells it recorded join those
+kept, and the spool goes.  A run stopped before its end leaves its spool to the run that resumes it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
-__all__ = ["ProgramText", "load_programs", "newest_programs", "programs_path", "prune_programs", "write_programs"]
+__all__ = ["NO_PROGRAM", "ProgramSpool", "ProgramText", "keep_spooled", "load_programs", "newest_programs",
+           "programs_path", "prune_programs", "start_spool", "write_programs"]
 
 SUFFIX = ".programs.json"
+#: The outcomes of a cell that ran no program of its framework: none is kept for them.
+NO_PROGRAM = ("skipped", "error")
 
 
 def programs_path(results: Path | str) -> Path:
@@ -41,14 +51,20 @@ class ProgramText(dict):
         return (self["framework"], self["version"], self["device"], self["mode"], self["case"])
 
 
+_FIELDS = ("framework", "version", "device", "mode", "case", "code", "source")
+
+
+def _entry(data: Any) -> ProgramText | None:
+    return ProgramText(data) if isinstance(data, dict) and all(isinstance(data.get(k), str) for k in _FIELDS) else None
+
+
 def _read(path: Path) -> list[ProgramText]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     entries = data.get("programs") if isinstance(data, dict) else None
-    keys = ("framework", "version", "device", "mode", "case", "code", "source")
-    return [ProgramText(e) for e in entries or () if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys)]
+    return [entry for entry in map(_entry, entries or ()) if entry is not None]
 
 
 def load_programs(results_files: Iterable[Path | str]) -> dict[ProgramKey, ProgramText]:
@@ -101,9 +117,148 @@ def prune_programs(results: Path | str, known_case_ids: Iterable[str]) -> int:
     return len(entries) - len(kept)
 
 
+def _line(entry: Mapping[str, Any]) -> str:
+    return json.dumps(dict(entry), sort_keys=True, ensure_ascii=False)
+
+
 def _write(path: Path, entries: Mapping[ProgramKey, ProgramText]) -> None:
     """One entry a line, sorted, so that a rerun's file differs only where a program did."""
     from conformance.outputs import write_file
 
-    lines = [json.dumps(dict(entries[key]), sort_keys=True, ensure_ascii=False) for key in sorted(entries)]
+    lines = [_line(entries[key]) for key in sorted(entries)]
     write_file(path, '{"programs": [\n' + ",\n".join(lines) + "\n]}\n")
+
+
+# -- the spool: a run's programs as its cells end -----------------------------------------------------
+
+def spool_path(results: Path | str) -> Path:
+    path = programs_path(results)
+    return path.with_name(path.name + ".spool")
+
+
+def start_spool(results: Path | str, resume: bool) -> None:
+    """Before a run's first cell: a run that starts afresh drops a spool an interrupted one left (a resumed
+    run keeps it: its cells are the resumed run's).  Anything but a regular file there is refused
+    (OutputError): appending to a FIFO would hang the run, and nothing the run did not make is removed."""
+    from conformance.outputs import OutputError
+
+    path = spool_path(results)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(path, exc) from None
+    if not stat.S_ISREG(mode):
+        raise OutputError(path, "it is not a regular file, and a run keeps its programs there")
+    if not resume:
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise OutputError(path, exc) from None
+
+
+class ProgramSpool:
+    """Where one process of a run appends the program of each cell it ran (:func:`spool_path`); *shared*:
+    other processes of the run append too (pytest-xdist workers)."""
+
+    def __init__(self, results: Path | str, shared: bool) -> None:
+        from conformance.outputs import AppendFile
+
+        self._file = AppendFile(spool_path(results), shared)
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        """Append one program (a :class:`ProgramText`'s fields).  Raises OSError."""
+        self._file.write((_line(entry) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        self._file.close()
+
+
+#: Where an entry's line is: (the open file, its offset there).
+_Place = tuple[BinaryIO, int]
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, ProgramText | None]]:
+    """Each line of *handle*: its offset, its text (without the newline and a separating comma), and the
+    entry it holds, else None."""
+    offset = 0
+    for raw in handle:
+        text = raw.rstrip(b"\n").rstrip(b",")
+        try:
+            entry = _entry(json.loads(text)) if text.startswith(b"{") else None
+        except ValueError:
+            entry = None
+        yield offset, text, entry
+        offset += len(raw)
+
+
+def _placed(path: Path, handle: BinaryIO) -> dict[ProgramKey, _Place | ProgramText]:
+    """Where each entry of the programs file *path* is: its line in *handle*, for a file of one entry a line
+    as :func:`_write` writes it; the entry itself for one written some other way (read whole)."""
+    places: dict[ProgramKey, _Place | ProgramText] = {}
+    first = last = b""
+    strays = 0  # lines after the first that hold no entry: the closing line alone, in such a file
+    for number, (offset, text, entry) in enumerate(_lines(handle)):
+        first = text if number == 0 else first
+        last = text
+        if number > 0:
+            if entry is None:
+                strays += 1
+            else:
+                places[entry.key] = (handle, offset)
+    if first.strip() == b'{"programs": [' and last.strip() == b"]}" and strays == 1:
+        return places
+    return {entry.key: entry for entry in _read(path)}
+
+
+def keep_spooled(results: Path | str, wanted: Iterable[ProgramKey]) -> tuple[int, int]:
+    """Keep the spooled programs of the cells in *wanted* beside *results*, with those already kept, and
+    remove the spool.  The spool holds this run's programs (and those of the interrupted run it resumes,
+    which its own follow): the latest of a cell is the one its record was judged with.  Written as it is
+    read, one entry at a time: memory holds where each entry is, never the programs.  Returns (how many of
+    *wanted* have a program kept, how many have none).  Raises OutputError."""
+    from conformance.outputs import OutputError, replace_file
+
+    path, spool = programs_path(results), spool_path(results)
+    wanted = set(wanted)
+    places: dict[ProgramKey, _Place | ProgramText] = {}
+    handles: list[BinaryIO] = []
+    spooled = False
+    try:
+        if path.is_file():
+            handles.append(open(path, "rb"))
+            places = _placed(path, handles[-1])
+        if spool.is_file():
+            handles.append(open(spool, "rb"))
+            for offset, _, entry in _lines(handles[-1]):
+                if entry is not None and entry.key in wanted:
+                    places[entry.key] = (handles[-1], offset)
+                    spooled = True
+        if spooled:
+            replace_file(path, _pieces(places))
+    except OSError as exc:
+        raise OutputError(getattr(exc, "filename", None) or spool, exc) from None
+    finally:
+        for handle in handles:
+            handle.close()
+    try:
+        spool.unlink(missing_ok=True)
+    except OSError as exc:
+        raise OutputError(spool, exc) from None
+    kept = len(wanted & places.keys())
+    return kept, len(wanted) - kept
+
+
+def _at(place: _Place) -> ProgramText:
+    handle, offset = place
+    handle.seek(offset)
+    return ProgramText(json.loads(handle.readline().rstrip(b"\n").rstrip(b",")))
+
+
+def _pieces(places: Mapping[ProgramKey, _Place | ProgramText]) -> Iterator[str]:
+    yield '{"programs": [\n'
+    for number, key in enumerate(sorted(places)):
+        place = places[key]
+        yield ("" if number == 0 else ",\n") + _line(place if isinstance(place, ProgramText) else _at(place))
+    yield "\n]}\n"

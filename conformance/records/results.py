@@ -16,8 +16,6 @@ record read back carries its run's information again.  A record that holds its `
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import hashlib
 import json
@@ -30,6 +28,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from conformance.outputs import AppendFile
 from conformance.records.record import Column, Record, RecordError, as_record
 
 __all__ = ["ResultsError", "ResultsWriteError", "ResultsFile", "append_record", "read_records", "iter_records",
@@ -80,12 +79,11 @@ class ResultsFile:
     """A results file held open for appending through a run: each record goes to disk in one write as
     its cell ends, without reopening the file for every cell (with its run line, the first time it refers to
     a run).  *shared*: other processes append to the same file (pytest-xdist workers), so each write also
-    takes the file's lock."""
+    takes the file's record lock."""
 
     def __init__(self, path: Path | str, shared: bool = True) -> None:
         self.path = Path(path)
-        self.shared = shared
-        self._fd: int | None = None
+        self._file = AppendFile(path, shared)
         self._runs: set[str] = set()  # the runs this writer has written the line of
 
     def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
@@ -94,35 +92,15 @@ class ResultsFile:
         info = written.get("run_info") or {}
         ident = run_id(info)
         text = ("" if ident in self._runs else run_line(info)) + record_line(written)
-        data = text.encode("utf-8")
         try:
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            self._file.write(text.encode("utf-8"))
         except OSError as exc:
             raise ResultsWriteError(self.path, exc) from None
-        if self.shared:  # a record lock: the run's own lock on the file (an flock, outputs.py) is another kind
-            fcntl.lockf(self._fd, fcntl.LOCK_EX)
-        try:
-            end = os.lseek(self._fd, 0, os.SEEK_END)
-            view = memoryview(data)
-            try:
-                while view:  # a write to a regular file takes it all; a short one is finished, never lost
-                    view = view[os.write(self._fd, view):]
-            except OSError as exc:  # a full disk: the part written goes, so that the file holds whole records
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, end)
-                raise ResultsWriteError(self.path, exc) from None
-        finally:
-            if self.shared:
-                fcntl.lockf(self._fd, fcntl.LOCK_UN)
         self._runs.add(ident)
         return written
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
 
     def __enter__(self) -> "ResultsFile":
         return self

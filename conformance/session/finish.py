@@ -8,7 +8,6 @@ program kept, and what the terminal prints after the run (the findings, stale ba
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +19,14 @@ from conformance.adapter import adapter_classes
 from conformance.case.load import find_case_files, load_cases
 from conformance.lean import COUNTED
 from conformance.outputs import keep_previous, write_file
-from conformance.program.rendered import case_key, render_all
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
-from conformance.records.programs import write_programs
+from conformance.records.programs import NO_PROGRAM, keep_spooled
 from conformance.records.record import Record, slim
 from conformance.records.results import read_records
 from conformance.report.summary import render_summary
-from conformance.session.state import (PREVIOUS, PRODUCED, Cell, baseline_folder, baselines, case_timeout, cell,
-                                       engine, results_path)
+from conformance.session.state import (PREVIOUS, PRODUCED, PROGRAM_SPOOL, Cell, baseline_folder, baselines, cell,
+                                       results_path)
 
 
 #: Outcomes whose explanation is printed after the run: the cells a user must read.
@@ -80,36 +78,26 @@ class RunState:
                 kept.pop()
 
 
-def keep_programs(config: pytest.Config, records: list[Record]) -> None:
-    """The program of each cell this run recorded, kept beside its results file (records/programs.py), by
-    the run's own workers: the reports show each framework's code from it.  A converter's are not kept.
-    The cases are read again from the paths the run was given (a run lets go of each case as its cells end)."""
+def keep_programs(config: pytest.Config, records: list[Record]) -> list[tuple[str, dict[str, bool]]]:
+    """Keep the program of each cell this run recorded beside its results file (records/programs.py): the
+    reports show each framework's code from it.  Each came back from the worker that ran the cell, with its
+    result, and waits in the run's spool; a cell a resumed run kept has its program kept already.  A
+    converter's are not kept.  Returns a note when some cell has no program kept (one the run could not
+    write down, or kept by a run whose programs were lost)."""
     path = results_path(config)
     if str(path) == os.devnull:
-        return
+        return []
     classes = adapter_classes()
-    columns: dict[tuple[str, str, str, str], set[str]] = {}
-    for record in records:
-        cls = classes.get(record.framework)
-        if record.outcome not in ("skipped", "error") and cls is not None and not cls.isolated:
-            columns.setdefault((record.framework, record.framework_version, record.device, record.mode),
-                               set()).add(record.case)
-    if not columns:
-        return
-    where = config.invocation_params.dir
-    paths = [Path(where, arg.split("::")[0]) for arg in config.args] or [Path(where, "cases")]
-    cases = {case.id: case for case in load_cases(p for p in paths if p.exists())[0]}
-    pool = engine(config).pool
-    entries = []
-    for (framework, version, device, mode), names in sorted(columns.items()):
-        chosen = [cases[name] for name in sorted(names) if name in cases]
-        replies = render_all(functools.partial(pool.submit, framework), chosen, device, mode,
-                             timeout=case_timeout(config), wait=pool.wait)
-        entries += [{"framework": framework, "version": version, "device": device, "mode": mode, "case": case.id,
-                     "case_digest": case.digest, **replies[case_key(case)]}
-                    for case in chosen if case_key(case) in replies]
-    if entries:
-        write_programs(path, entries)
+    wanted = [(r.framework, r.framework_version, r.device, r.mode, r.case) for r in records
+              if r.outcome not in NO_PROGRAM and r.framework in classes and not classes[r.framework].isolated]
+    spool = config.stash.get(PROGRAM_SPOOL, None)
+    if spool is not None:
+        spool.close()
+    _, missing = keep_spooled(path, wanted)
+    if not missing:
+        return []
+    return [(f"programs: {missing} of {len(wanted)} cell(s) have no program kept beside {path}, which the reports "
+             f"show each framework's code from (`conformance show CASE` prints any cell's)", {"yellow": True})]
 
 
 def environment_faults(records: list[Record]) -> list[tuple[str, dict[str, bool]]]:

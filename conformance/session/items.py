@@ -20,9 +20,10 @@ from conformance.adapter import adapter_classes, installed
 from conformance.case.kept import load_checked
 from conformance.case.load import Case, CaseError
 from conformance.engine import Engine
-from conformance.records.record import slim
+from conformance.records.programs import NO_PROGRAM
+from conformance.records.record import slim, split_build
 from conformance.records.results import ResultsWriteError
-from conformance.session.start import keeps_records, results_file
+from conformance.session.start import keeps_records, program_spool, results_file
 from conformance.session.state import (ABSENT, KEPT, PRODUCED, SEEN_IDS, Cell, baselines, devices, engine, frameworks,
                                        modes, prefetches, runs_cells)
 from conformance.settings import EAGER, modes_for
@@ -159,13 +160,16 @@ class CaseItem(pytest.Item):
         record = kept = self._kept()
         if record is None:
             assert self.case is not None, "a cell runs once"
+            produced = _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode))
+            program = produced.pop("program", None)
             try:
-                record = results_file(self.config).append(
-                    _as_dict(self._engine().run_cell(self.case, self.framework, self.device, self.mode)))
+                record = results_file(self.config).append(produced)
             except ResultsWriteError as exc:  # the run stops at its first lost record: the rest would be lost too
                 pytest.exit(f"{exc}: the run stopped at the first record it could not keep; the results file "
                             f"holds whole records of the cells before it (--resume runs the rest)",
                             returncode=pytest.ExitCode.TESTS_FAILED)
+            if program is not None and record["outcome"] not in NO_PROGRAM:
+                _spool(self.config, record, program)
         if keeps_records(self.config):
             self.config.stash.setdefault(PRODUCED, {})[self.cell] = slim(record)
         self.record = record  # as written: bounded, whatever the cell observed
@@ -250,6 +254,25 @@ def _relative_path(node: Any) -> str:
 
 def cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
     return item.case, item.framework, item.device, item.mode
+
+
+_SPOOL_FAILED = pytest.StashKey[bool]()
+
+
+def _spool(config: pytest.Config, record: Mapping[str, Any], program: Mapping[str, Any]) -> None:
+    """Append the program a cell's worker wrote (its reproducer) to the run's spool, under the column its
+    record names.  A spool that cannot be written costs this process's programs, never a record: the end
+    of the run counts the cells it kept no program for."""
+    if config.stash.get(_SPOOL_FAILED, False):
+        return
+    entry = {"framework": record["framework"], "version": split_build(record["framework_version"])[0],
+             "device": record["device"],
+             "mode": record["mode"], "case": record["case"], "case_digest": record["case_digest"],
+             "source": program.get("source"), "code": program.get("code"), "unsupported": program.get("unsupported")}
+    try:
+        program_spool(config).add(entry)
+    except OSError:
+        config.stash[_SPOOL_FAILED] = True
 
 
 def _as_dict(record: Any) -> dict[str, Any]:

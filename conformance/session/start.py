@@ -17,10 +17,11 @@ import pytest
 from conformance.adapter import adapter_classes, installed, source_version
 from conformance.outputs import ResultsLock, check_outputs, keep_previous
 from conformance.records.baseline import Baselines
+from conformance.records.programs import ProgramSpool, start_spool
 from conformance.records.record import split_build
 from conformance.records.results import ResultsError, ResultsFile, read_records
-from conformance.session.state import (LOCK, PREVIOUS, RESULTS_FILE, Cell, baseline_folder, cell, results_path,
-                                       summary_path)
+from conformance.session.state import (LOCK, PREVIOUS, PROGRAM_SPOOL, RESULTS_FILE, Cell, baseline_folder, cell,
+                                       results_path, summary_path)
 from conformance.settings import OptionError
 
 
@@ -68,6 +69,7 @@ def start_outputs(config: pytest.Config) -> None:
     config.stash[LOCK] = lock
     if str(results) == os.devnull:
         return
+    start_spool(results, resume=config.getoption("conformance_resume"))
     if config.getoption("conformance_resume"):
         _drop_torn_tail(results)
     else:
@@ -135,3 +137,10 @@ def results_file(config: pytest.Config) -> ResultsFile:
     if RESULTS_FILE not in config.stash:
         config.stash[RESULTS_FILE] = ResultsFile(results_path(config), shared=hasattr(config, "workerinput"))
     return config.stash[RESULTS_FILE]
+
+
+def program_spool(config: pytest.Config) -> ProgramSpool:
+    """Where this process appends the program of each cell it runs, opened once for the run."""
+    if PROGRAM_SPOOL not in config.stash:
+        config.stash[PROGRAM_SPOOL] = ProgramSpool(results_path(config), shared=hasattr(config, "workerinput"))
+    return config.stash[PROGRAM_SPOOL]

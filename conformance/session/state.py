@@ -29,6 +29,7 @@ _BASELINES = pytest.StashKey["Baselines | None"]()
 RESULTS_FILE = pytest.StashKey["ResultsFile"]()
 PRODUCED = pytest.StashKey[dict]()  # results on /dev/null: the slim record of each cell, for the summary
 LOCK = pytest.StashKey["ResultsLock"]()  # this run's hold on its results file
+PROGRAM_SPOOL = pytest.StashKey["ProgramSpool"]()  # where this process appends the programs of its cells
 #: (framework, device) -> (the framework's version, why the device cannot run cells): columns with no items
 ABSENT = pytest.StashKey[dict]()
 
@@ -78,6 +79,12 @@ def results_path(config: pytest.Config) -> Path:
     return Path(config.invocation_params.dir, results_file(config.getoption("conformance_results")))
 
 
+def keeps_programs(config: pytest.Config) -> bool:
+    """Whether the run keeps its cells' programs beside its results file (records/programs.py): not when
+    the results go to /dev/null."""
+    return str(results_path(config)) != os.devnull
+
+
 def summary_path(config: pytest.Config) -> Path:
     return Path(config.invocation_params.dir, config.getoption("conformance_summary") or DEFAULT_SUMMARY)
 
@@ -115,7 +122,7 @@ def runs_cells(config: pytest.Config) -> bool:
 
 def engine(config: pytest.Config) -> Engine:
     if ENGINE not in config.stash:
-        config.stash[ENGINE] = Engine(timeout=case_timeout(config))
+        config.stash[ENGINE] = Engine(timeout=case_timeout(config), keeps_programs=keeps_programs(config))
     return config.stash[ENGINE]
 
 

@@ -209,8 +209,20 @@ class _CapturedOutput:
 
 def run_case(adapter: Adapter, request: dict[str, Any], case: Case | None = None) -> dict[str, Any]:
     """Translate and execute one case (*case*, else the one the request carries); report what the
-    framework did, unjudged."""
+    framework did, unjudged.  A request that asks to ``keep`` the cell's program also gets its reproducer
+    (``kept``: what ``conformance show`` prints), written here, once, by the process that has the framework
+    imported, instead of by a request of its own when the run ends."""
     case = case if case is not None else case_from_message(request)
+    reply = _run(adapter, request, case)
+    if request.get("keep") and reply["status"] in ("completed", "raised", "unsupported"):
+        try:
+            reply["kept"] = _render(adapter, case, request)
+        except Exception:  # noqa: BLE001 - a reproducer that cannot be written is not kept; the cell stands
+            pass
+    return reply
+
+
+def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any]:
     device = request["device"]
     problem = adapter.device_problem(device)
     if problem:
