@@ -47,6 +47,9 @@ ALL_OPS = """
       - {op: sub, args: [a1, e1], out: a2}
       - {op: div, args: [a2, 2.0], out: a3}
       - {op: pow, args: [t3, 2], out: a4}
+      - {op: floordiv, args: [a4, 2.0], out: q1}
+      - {op: mod, args: [a4, 2.0], out: q2}
+      - {op: hardswish, args: [m], out: h1}
       - {op: matmul, args: [a4, w], out: a5}
       - {op: clone, args: [g1], out: k0}
       - {op: detach, args: [k0], out: k}

@@ -18,7 +18,7 @@ CASES = ROOT / "cases"
 #: Where a case's hazard comes from: a seed article, a documentation page or issue thread by URL, the
 #: differential fuzzer (cases/found/, with its seed and the framework versions), or the hazard of the
 #: catalogue it is the safe spelling of (checked below: that hazard names it as its remedy).
-PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+|^found by fuzzing: .*--seed \d+|^safe spelling of [a-z]+/[a-z0-9_]+")
+PROVENANCE = re.compile(r"\bseed 00[0-4]\b|https?://\S+|^found by fuzzing: .*--seed \d+|^safe spelling of [a-z_]+/[a-z0-9_]+")
 SAFE_SPELLING_OF = re.compile(r"([a-z_]+)/([a-z0-9_]+)")
 
 

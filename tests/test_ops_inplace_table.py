@@ -226,3 +226,69 @@ def test_rrelu_module_in_place_has_the_fixed_slope(write_case) -> None:
 """)
     np.testing.assert_allclose(obs["value(h)"], [-0.5, 1.0])
     np.testing.assert_allclose(obs["grad(x)"], [0.25, 1.0])
+
+
+def test_silu_and_hardswish_values_and_gradients_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [0.0, 1.0, -4.0, -1.0, 0.5, 3.5], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: y}
+- {op: getitem, args: [y], index: "0:2", out: a}
+- {op: silu_, args: [a]}
+- {op: getitem, args: [y], index: "2:6", out: b}
+- {op: hardswish_, args: [b]}
+- {observe: value, of: y}
+- {op: sum, args: [y], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    s1 = 1.0 / (1.0 + np.exp(-1.0))  # sigmoid(1)
+    # silu(0) = 0, silu(1) = sigmoid(1); hardswish: 0 below -3, x (x + 3) / 6 between, x above 3
+    np.testing.assert_allclose(obs["value(y)"], [0.0, s1, 0.0, -1.0 / 3.0, 0.5 * 3.5 / 6.0, 3.5])
+    # silu': sigmoid(x) (1 + x (1 - sigmoid(x))): 1/2 at 0; hardswish': 0, (2x + 3) / 6, 1
+    np.testing.assert_allclose(obs["grad(x)"], [0.5, s1 * (1.0 + (1.0 - s1)), 0.0, 1.0 / 6.0, 4.0 / 6.0, 1.0])
+
+
+def test_fill_floor_division_remainder_and_power_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [7.5, -3.5, 2.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: f}
+- {op: fill_, args: [f], value: -2.5}
+- {observe: value, of: f}
+- {op: mul, args: [x, 1.0], out: r}
+- {op: remainder_, args: [r, 2.0]}
+- {observe: value, of: r}
+- {op: sum, args: [r], out: lr}
+- {op: backward, args: [lr]}
+- {observe: grad, of: x, name: g_remainder}
+- {op: tensor, out: q, value: [7.5, -3.5, 2.0]}
+- {op: ifloordiv, args: [q, 2.0]}
+- {observe: value, of: q}
+- {op: tensor, out: m, value: [7.5, -3.5, 2.0]}
+- {op: imod, args: [m, -2.0]}
+- {observe: value, of: m}
+- {op: tensor, out: p, value: [7.5, -3.5, 2.0]}
+- {op: ipow, args: [p, 2.0]}
+- {observe: value, of: p}
+- {op: floor_divide_, args: [p, 4.0]}
+- {observe: value, of: p, name: p_floor}
+""")
+    np.testing.assert_array_equal(obs["value(f)"], [-2.5, -2.5, -2.5])
+    np.testing.assert_array_equal(obs["value(r)"], [1.5, 0.5, 0.0])  # the sign of the divisor, as Python's %
+    np.testing.assert_array_equal(obs["g_remainder"], [1.0, 1.0, 1.0])  # d(a - b floor(a / b))/da
+    np.testing.assert_array_equal(obs["value(q)"], [3.0, -2.0, 1.0])  # floor, not truncation: -3.5 // 2 is -2
+    np.testing.assert_array_equal(obs["value(m)"], [-0.5, -1.5, 0.0])
+    np.testing.assert_array_equal(obs["value(p)"], [56.25, 12.25, 4.0])
+    np.testing.assert_array_equal(obs["p_floor"], [14.0, 3.0, 1.0])
+
+
+def test_fill_sends_no_gradient_back(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+- {op: mul, args: [x, 3.0], out: y}
+- {op: fill_, args: [y], value: 4.0}
+- {op: mul, args: [y, x], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_array_equal(obs["grad(x)"], [4.0, 4.0])  # only through the second factor

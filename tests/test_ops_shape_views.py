@@ -37,6 +37,17 @@ VECTOR = "[1.0, 2.0, 3.0]"
      [[1, 2, 3], [4, 100, 6]], [[0, 1, 1], [0, 1, 1]]),
     (X, "{op: as_strided, args: [b], size: [3], stride: [2]}", [1, 3, 5], "2", [[1, 2, 3], [4, 100, 6]],
      [[1, 0, 1], [0, 1, 0]]),
+    # the transposes users write: v[2, 0] is b[0, 2]
+    (X, "{op: permute, args: [b], dims: [1, 0]}", [[1, 4], [2, 5], [3, 6]], "2, 0", [[1, 2, 100], [4, 5, 6]],
+     [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: permute, args: [b], dims: [-1, -2]}", [[1, 4], [2, 5], [3, 6]], "2, 0", [[1, 2, 100], [4, 5, 6]],
+     [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: swapdims, args: [b], dims: [0, 1]}", [[1, 4], [2, 5], [3, 6]], "2, 0", [[1, 2, 100], [4, 5, 6]],
+     [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: swapaxes, args: [b], dims: [1, 0]}", [[1, 4], [2, 5], [3, 6]], "0, 1", [[1, 2, 3], [100, 5, 6]],
+     [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: T, args: [b]}", [[1, 4], [2, 5], [3, 6]], "1, 1", [[1, 2, 3], [4, 100, 6]], [[1, 1, 1], [1, 1, 1]]),
+    (X, "{op: mT, args: [b]}", [[1, 4], [2, 5], [3, 6]], "0, 1", [[1, 2, 3], [100, 5, 6]], [[1, 1, 1], [1, 1, 1]]),
 ])
 def test_a_shape_view_takes_its_elements_writes_through_and_sends_its_gradient_back(
         write_case, base: str, op: str, view, index: str, written, grad) -> None:
@@ -155,3 +166,62 @@ def test_a_split_binds_as_many_names_as_it_has_parts(write_case) -> None:
         load_case(write_case(f"id: t\ntitle: t\nsteps:\n  - {{op: tensor, out: b, value: {X}}}\n"
                              "  - {op: hsplit, args: [b], sections: 2, indices: [1], out: [p0, p1]}\n"
                              "  - {observe: value, of: p0}\n"))
+
+
+def test_a_permutation_of_three_dimensions_and_mt_of_a_batch(write_case) -> None:
+    obs = run(write_case, """\
+  - {op: tensor, out: x, value: [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]}
+  - {op: permute, args: [x], dims: [2, 0, 1], out: p}
+  - {observe: value, of: p}
+  - {op: mT, args: [x], out: m}
+  - {observe: value, of: m}
+  - {op: T, args: [x], out: t}
+  - {op: setitem, args: [t, 0.0], index: "1, 0, 1"}
+  - {observe: value, of: x}
+""")
+    # p[k, i, j] = x[i, j, k]; m[b] = x[b] transposed; t = x reversed: t[1, 0, 1] is x[1, 0, 1]
+    np.testing.assert_array_equal(obs["value(p)"], [[[1, 3], [5, 7]], [[2, 4], [6, 8]]])
+    np.testing.assert_array_equal(obs["value(m)"], [[[1, 3], [2, 4]], [[5, 7], [6, 8]]])
+    np.testing.assert_array_equal(obs["value(x)"], [[[1, 2], [3, 4]], [[5, 0], [7, 8]]])
+
+
+@pytest.mark.parametrize(("op", "problem"), [
+    ("{op: permute, args: [x], dims: [0, 0]}", "order every dimension once"),
+    ("{op: permute, args: [x], dims: [0, 2]}", "order every dimension once"),
+    ("{op: swapdims, args: [x], dims: [0]}", "two dimensions"),
+])
+def test_a_dims_field_that_names_no_permutation_is_refused(write_case, op: str, problem: str) -> None:
+    from conformance.case.load import CaseError
+
+    with pytest.raises(CaseError, match=problem):
+        load_case(write_case(f"id: t\ntitle: t\nsteps:\n  - {{op: tensor, out: x, value: {X}}}\n  - {op}\n"))
+
+
+def test_permute_naming_too_few_dimensions_and_mt_of_a_vector_are_refused_by_the_reference(write_case) -> None:
+    with pytest.raises(ReferenceFailure):
+        run(write_case, "  - {op: tensor, out: x, value: [[[1.0]]]}\n  - {op: permute, args: [x], dims: [1, 0], out: p}\n"
+                        "  - {observe: value, of: p}\n")
+    with pytest.raises(ReferenceFailure):
+        run(write_case, f"  - {{op: tensor, out: x, value: {VECTOR}}}\n  - {{op: mT, args: [x], out: m}}\n"
+                        "  - {observe: value, of: m}\n")
+
+
+def test_expand_as_repeats_the_same_elements_and_reshape_as_copies_where_no_view_can(write_case) -> None:
+    obs = run(write_case, f"""\
+  - {{op: tensor, out: w, value: {ROW}, requires_grad: true}}
+  - {{op: mul, args: [w, 1.0], out: row}}
+  - {{op: tensor, out: e, value: [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]}}
+  - {{op: expand_as, args: [row, e], out: v}}
+  - {{op: sum, args: [v], out: loss}}
+  - {{op: backward, args: [loss]}}
+  - {{observe: grad, of: w}}
+  - {{op: tensor, out: x, value: {X}}}
+  - {{op: transpose, args: [x], dims: [0, 1], out: xt}}
+  - {{op: reshape_as, args: [xt, e], out: r}}
+  - {{op: setitem, args: [r, 100.0], index: "0, 0"}}
+  - {{observe: value, of: r}}
+  - {{observe: value, of: x}}
+""")
+    np.testing.assert_array_equal(obs["grad(w)"], [[2, 2, 2]])  # each element read by both rows
+    np.testing.assert_array_equal(obs["value(r)"], [[100, 4, 2], [5, 3, 6]])  # xt's elements in order
+    np.testing.assert_array_equal(obs["value(x)"], [[1, 2, 3], [4, 5, 6]])  # a copy: x keeps its values

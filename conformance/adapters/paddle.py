@@ -183,6 +183,10 @@ class PaddleAdapter(Adapter):
         w.emit(f"_perm = list(range({x}.ndim))", f"_perm[{first}], _perm[{second}] = _perm[{second}], _perm[{first}]",
                f"{w.out(step)} = {x}.transpose(perm=_perm)")
 
+    def spell_permute(self, w: Any, step: Any) -> None:
+        # What torch's users write as permute(*dims), paddle's write as transpose with the permutation.
+        w.emit(f"{w.out(step)} = " + w.method(step.args[0], "transpose", f"perm={lit(list(step.fields['dims']))}"))
+
     def spell_transpose_(self, w: Any, step: Any) -> None:
         # The in-place twin takes the whole permutation too (paddle.Tensor.transpose_(perm)).
         x, (first, second) = step.args[0], step.fields["dims"]
@@ -262,8 +266,11 @@ class PaddleAdapter(Adapter):
         return f"{x}.backward(grad_tensor={gradient}" + (", retain_graph=True)" if retain_graph else ")")
 
     def inplace_activation(self, name: str, x: str) -> str:
-        if not hasattr(self.fw.nn.functional, f"{name}_"):  # e.g. sigmoid_: only a Tensor method
-            return self.method(x, f"{name}_")
+        if not hasattr(self.fw.nn.functional, f"{name}_"):
+            if hasattr(self.tensor_type, f"{name}_") or not hasattr(self.fw.nn.functional, name):
+                return self.method(x, f"{name}_")  # e.g. sigmoid_: only a Tensor method
+            self.require_parameter(f"F.{name}", "inplace")  # silu: F.silu(x, inplace=True), as torch's users write
+            return f"F.{name}({x}, inplace=True)"
         return super().inplace_activation(name, x)
 
     def function(self, name: str) -> str:

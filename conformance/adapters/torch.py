@@ -146,6 +146,9 @@ class TorchAdapter(Adapter):
         if name == "sigmoid":  # torch.nn.functional has no sigmoid_; torch.sigmoid_ is the spelling
             self.resolve("torch.sigmoid_")
             return f"torch.sigmoid_({x})"
+        if not hasattr(self.fw.nn.functional, f"{name}_"):  # silu, hardswish, mish: F.silu(x, inplace=True)
+            self.require_parameter(f"F.{name}", "inplace")
+            return f"F.{name}({x}, inplace=True)"
         return super().inplace_activation(name, x)
 
     # Weights are set as torch's users set them in place: copied in under no_grad (``nn.init`` does the

@@ -585,8 +585,9 @@ class Draw:
     def index(self, shape: Sequence[int]) -> str | None:
         """An index (as ``getitem``/``setitem`` spell it) within the bounds of *shape*: integers,
         slices, loop counters whose values stay in bounds, and at most one list of distinct integers
-        (advanced indexing: one list, where the frameworks and NumPy agree on the result's shape)."""
-        if not shape:
+        (advanced indexing: one list, where the frameworks and NumPy agree on the result's shape); None for
+        a tensor with no element (a dimension of size 0 has no index in bounds)."""
+        if not shape or 0 in shape:
             return None
         items = []
         listed = False

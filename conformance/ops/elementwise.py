@@ -94,6 +94,13 @@ UNARY_MORE = (
           activation=True, saves="input"),
     Unary("leaky_relu", lambda x: np.where(x > 0, x, 0.01 * x), lambda x, y: np.where(x > 0, 1.0, 0.01),
           activation=True, saves="input", saves_in_place="output"),
+    # x * sigmoid(x): d/dx = s * (1 + x * (1 - s)); both backward from the input
+    Unary("silu", lambda x: x * _sigmoid(x), lambda x, y: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
+          activation=True, saves="input"),
+    # x * relu6(x + 3) / 6: d/dx = (2x + 3) / 6 on (-3, 3), 0 below, 1 above
+    Unary("hardswish", lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+          lambda x, y: np.where(x < -3.0, 0.0, np.where(x > 3.0, 1.0, (2.0 * x + 3.0) / 6.0)), activation=True,
+          saves="input"),
 )
 
 
@@ -160,7 +167,11 @@ def _matmul_fuzz(d):
     inner = d.shape(a)[-1]
     b = d.tensor(where=lambda f: len(f.shape) in (1, 2) and f.shape[0] == inner,
                  fresh=(inner, d.size()) if d.boolean() else (inner,))
-    return {"args": [a, b]}
+    return None if b is None else {"args": [a, b]}
+
+
+_POSITIVE_PAIR = ("floor division and remainder are flat or jump where a / b is an integer, and the fuzzer's "
+                  "values land there; their cases keep the operands off the steps")
 
 
 @dataclass(frozen=True)
@@ -173,6 +184,8 @@ class Binary:
     method: str | None = None
     fuzz: Callable | None = None  # the out-of-place op's rule for the fuzzer (Op.fuzz)
     saves: tuple[str, ...] = ()  # what the out-of-place op's backward reads (Op.saves)
+    #: whether the vocabulary has its augmented assignment (``a **= b``), whatever the method
+    augmented: bool = True
 
 
 BINARY: dict[str, Binary] = {b.name: b for b in (
@@ -182,7 +195,13 @@ BINARY: dict[str, Binary] = {b.name: b for b in (
     Binary("div", "/", lambda a, b: (a / b, [lambda g: g / b, lambda g: -g * a / (b * b)]), "div_",
            saves=("operands",)),
     Binary("pow", "**", _pow, saves=("input",)),
-    Binary("matmul", "@", _matmul, fuzz=_matmul_fuzz, saves=("operands",)),
+    Binary("matmul", "@", _matmul, fuzz=_matmul_fuzz, saves=("operands",), augmented=False),
+    # floor(a / b), flat almost everywhere; a - b * floor(a / b), the sign of b (Python's %, NumPy's mod)
+    Binary("floordiv", "//", lambda a, b: (np.floor_divide(a, b), [
+        lambda g: np.zeros(np.broadcast_shapes(np.shape(a), np.shape(b))),
+        lambda g: np.zeros(np.broadcast_shapes(np.shape(a), np.shape(b)))]), "floor_divide_", fuzz=_POSITIVE_PAIR),
+    Binary("mod", "%", lambda a, b: (np.mod(a, b), [lambda g: g, lambda g: -g * np.floor_divide(a, b)]),
+           "remainder_", fuzz=_POSITIVE_PAIR),
 )}
 
 _PYTHON_SCALAR = Field("bool", default=False, doc=(
@@ -245,15 +264,17 @@ for _b in BINARY.values():
         register(Op(
             _b.method, f"a.{_b.method}(b), in place.", args=("tensor", "operand"), out="optional",
             fields={"python_scalar": _PYTHON_SCALAR},
-            run_reference=_inplace_binary("tensor", _b.fn),
+            run_reference=_inplace_binary("tensor", _b.fn), fuzz=_b.fuzz,
             run_spell=(lambda method: lambda w, s: w.emit(w.bind(s) + w.method(
                 s.args[0], method, w.operand(s, 1, like=s.args[0]))))(_b.method),
         ))
+    if _b.augmented:
         register(Op(
-            "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment (not a.{_b.method}(b)); "
-            f"with attribute, a.data {_b.symbol}= b in one statement.",
+            "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment"
+            + (f" (not a.{_b.method}(b))" if _b.method else "") + f"; with attribute, a.data {_b.symbol}= b in one "
+            "statement.",
             args=("data", "operand"), out="none", rebinds=True, fields={"attribute": _ATTRIBUTE},
-            check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_augmented_fuzz,
+            check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_b.fuzz or _augmented_fuzz,
             run_spell=(lambda sym: lambda w, s: w.emit(f"{_augmented_target(w, s)} {sym}= {w.arg(s, 1)}"))(
                 _b.symbol),
         ))

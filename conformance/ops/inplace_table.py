@@ -1,6 +1,6 @@
 """In-place ops with parameters or a second operand, from paddle's ``test_inplace.py`` and their torch
 counterparts: ``softmax_``, ``pow_`` with a scalar, ``copysign_``, ``triu_``/``tril_``, ``masked_scatter_``,
-``fill_diagonal_tensor_``, paddle's ``_inplace_assign``; and ``out=`` beyond add (``mul_out``, ``sub_out``,
+``fill_diagonal_tensor_``, ``fill_``, paddle's ``_inplace_assign``; and ``out=`` beyond add (``mul_out``, ``sub_out``,
 ``matmul_out``).
 
 Each is tracked as its framework documents it: the values written in place, the gradient of the values
@@ -92,6 +92,26 @@ register(Op(
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "pow_", w.literal(s.fields["exponent"]))),
     # integral exponents: a fractional power of a negative value is NaN
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "exponent": d.choice((2.0, 3.0))})(
+        d.pick("tensor")),
+))
+
+
+# -- fill_: every element set to a number ---------------------------------------------------------------
+
+
+def filled(value: float) -> Callable:
+    """Every element *value*; nothing flows back to what the tensor held (both frameworks' fill_ grad)."""
+    def fn(x: Array):
+        return np.full(x.shape, value), [lambda g: np.zeros(x.shape)]
+    return fn
+
+
+register(Op(
+    "fill_", "t.fill_(value): every element of t set to value, in place.", args=("tensor",), out="optional",
+    fields={"value": Field("number", required=True, doc="the number every element becomes")},
+    run_reference=_in_place(lambda s: filled(float(s.fields["value"]))),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "fill_", w.literal(s.fields["value"]))),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "value": d.choice((0.0, 1.5, -2.0))})(
         d.pick("tensor")),
 ))
 

@@ -109,6 +109,104 @@ register(Op(
 ))
 
 
+# -- permute, swapdims, T, mT, expand_as, reshape_as: what users write for a transpose, expand, reshape ---
+
+
+def _check_permutation(data, scope, fail) -> None:
+    dims = data["dims"]
+    if sorted(d % len(dims) if -len(dims) <= d < len(dims) else d for d in dims) != list(range(len(dims))):
+        raise fail(f"dims must order every dimension once, not {dims!r}")
+
+
+def _permuted(dims: list[int]) -> _Take:
+    def take(a: np.ndarray) -> np.ndarray:
+        if len(dims) != a.ndim:
+            raise ValueError(f"permute names {len(dims)} dimensions of a tensor of {a.ndim}")
+        return a.transpose([d % a.ndim for d in dims])
+    return take
+
+
+def _swapped(dims: list[int]) -> _Take:
+    def take(a: np.ndarray) -> np.ndarray:
+        return np.swapaxes(a, _axis(dims[0], a.ndim), _axis(dims[1], a.ndim))
+    return take
+
+
+def _matrix_transposed(a: np.ndarray) -> np.ndarray:
+    if a.ndim < 2:
+        raise ValueError(f"mT of a tensor of {a.ndim} dimensions: both frameworks need at least 2")
+    return np.swapaxes(a, -1, -2)
+
+
+def _check_two(data, scope, fail) -> None:
+    if len(data["dims"]) != 2:
+        raise fail(f"dims must name two dimensions, not {data['dims']!r}")
+
+
+def _view_by(take_of: Callable[[Mapping[str, Any]], _Take]):
+    return lambda m, s: m.bind(s, m.tensor(s.args[0]).view(take_of(s.fields)))
+
+
+register(Op(
+    "permute", "out = t.permute(*dims): a view with the dimensions in the order dims names (paddle: "
+    "t.transpose(perm=dims)).", args=("tensor",),
+    fields={"dims": Field("ints", required=True, doc="every dimension once, in the new order")},
+    check=_check_permutation, run_reference=_view_by(lambda f: _permuted(f["dims"])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "permute", *map(str, s.fields["dims"]))),
+    fuzz="dims must order every dimension of its tensor, which the fuzzer's draw of a dimension does not promise",
+))
+for _name in ("swapdims", "swapaxes"):
+    register(Op(
+        _name, f"out = t.{_name}(d0, d1): transpose under another name (a view with two dimensions swapped).",
+        args=("tensor",), fields={"dims": Field("ints", required=True, doc="the two dimensions to swap")},
+        check=_check_two, run_reference=_view_by(lambda f: _swapped(f["dims"])),
+        run_spell=(lambda name: lambda w, s: w.emit(f"{w.out(s)} = " + w.method(
+            s.args[0], name, *map(str, s.fields["dims"]))))(_name),
+        fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dims": [d.dim(len(d.shape(x))) for _ in "ab"]})(
+            d.pick("tensor", where=lambda f: len(f.shape) > 0)),
+    ))
+register(Op(
+    "T", "out = t.T: the view with every dimension reversed (a 2-D tensor's transpose; torch warns it is "
+    "deprecated for other ranks).", args=("tensor",),
+    run_reference=_view_by(lambda f: np.transpose),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'T')}"),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x]})(d.pick("tensor", where=lambda f: len(f.shape) == 2)),
+))
+register(Op(
+    "mT", "out = t.mT: the view with the last two dimensions swapped (a batch of matrices transposed).",
+    args=("tensor",), run_reference=_view_by(lambda f: _matrix_transposed),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'mT')}"),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x]})(d.pick("tensor", where=lambda f: len(f.shape) >= 2)),
+))
+
+
+def _expand_as_reference(m, s) -> None:
+    source, shape = m.tensor(s.args[0]), m.tensor(s.args[1]).shape
+    np.broadcast_shapes(source.shape, shape)  # NumPy's error where the frameworks refuse it
+    if len(shape) < len(source.shape):
+        raise ValueError(f"cannot expand a tensor of shape {list(source.shape)} to {list(shape)}")
+    m.bind(s, source.view(lambda a: np.broadcast_to(a, shape)))  # repeated elements: the same positions
+
+
+def _reshape_as_reference(m, s) -> None:
+    shape = m.tensor(s.args[1]).shape
+    _view_or_copy(m, s, lambda a: np.reshape(a, shape), "reshape_as", copy=True)
+
+
+register(Op(
+    "expand_as", "out = t.expand_as(other): t.expand(other's shape): a view whose repeated elements are the "
+    "same memory.", args=("tensor", "tensor"), run_reference=_expand_as_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "expand_as", s.args[1])),
+    fuzz="other must have a shape t broadcasts to, which the fuzzer's draw of a second tensor does not promise",
+))
+register(Op(
+    "reshape_as", "out = t.reshape_as(other): t.reshape(other's shape): a view where the input's strides "
+    "allow, else a copy.", args=("tensor", "tensor"), run_reference=_reshape_as_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "reshape_as", s.args[1])),
+    fuzz="other must have as many elements as t, which the fuzzer's draw of a second tensor does not promise",
+))
+
+
 # -- diagonal, unfold, as_strided: a selection of the input's elements ------------------------------
 
 
