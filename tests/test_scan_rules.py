@@ -351,3 +351,38 @@ def test_a_hidden_state_carried_across_iterations(catalogue: Catalogue) -> None:
             h = h_next.detach()
         """)
     assert detached == []
+
+
+def test_an_in_place_write_into_an_expanded_tensor_is_seen_without_a_read_after(catalogue: Catalogue) -> None:
+    """expand's result holds each element of its input several times (the op's facts, from the reference):
+    writing it in place is the hazard itself (torch refuses it), whatever is read later; an expand that is
+    cloned first, and a write into a plain slice with nothing read after, are not."""
+    for header, make, write in ((TORCH, "torch.tensor", "F.silu(x, inplace=True)"),
+                                (PADDLE, "paddle.to_tensor", "F.silu(x, inplace=True)"),
+                                (TORCH, "torch.tensor", "x.mul_(2.0)")):
+        reading = read_source(header + textwrap.dedent(f"""
+            row = {make}([[0.5, -1.0]])
+            x = row.expand([3, 2])
+            {write}
+            """), "snippet.py", catalogue.vocabulary)
+        found = [s for s in reading.sightings if s.code == "IC105"]
+        assert found and dict(found[0].facets)["read"] == "overlap", (write, reading.sightings)
+        assert "`x` is written in place" in found[0].says  # the tensor written, never the module F
+    assert codes(catalogue, """
+        row = torch.tensor([[0.5, -1.0]])
+        x = row.expand(3, 2).clone()
+        F.silu(x, inplace=True)
+        y = torch.tensor([1.0, 2.0, 3.0])
+        y[0:2].mul_(2.0)
+        """) == []
+
+
+def test_inplace_true_spells_the_in_place_op_where_the_catalogue_shows_it(catalogue: Catalogue) -> None:
+    """F.silu(x, inplace=True) is silu_ and F.silu(x) is silu: two ops of one function, told apart by the
+    keyword, as the kept programs spell them."""
+    vocabulary = catalogue.vocabulary
+    assert vocabulary.lookup("torch", "fn:torch.nn.functional.silu+inplace").op == "silu_"
+    assert vocabulary.lookup("torch", "fn:torch.nn.functional.silu").op == "silu"
+    assert vocabulary.lookup("paddle", "fn:paddle.nn.functional.silu+inplace").op == "silu_"
+    # a function whose in-place call no kept program shows falls back to the function itself
+    assert vocabulary.lookup("torch", "fn:torch.nn.functional.relu+inplace").op == "relu"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from conformance.scan.effects import FLAG_FIELDS, Effects
 from conformance.scan.events import Backward, ZeroGrad
-from conformance.scan.forms import OUT_SUFFIX, argument_kind, call_form, constant, name_of
+from conformance.scan.forms import INPLACE_SUFFIX, OUT_SUFFIX, argument_kind, call_form, constant, name_of
 from conformance.scan.model import Memory, Module, Value, flat_values, grad_of
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class Calls(Effects):
         if not form.startswith("fn:"):
             self._escape(args + [self._expr(k.value) for k in e.keywords])
             return Value()
-        qualified = form[3:].removesuffix(OUT_SUFFIX)
+        qualified = form[3:].removesuffix(OUT_SUFFIX).removesuffix(INPLACE_SUFFIX)
         if qualified.rsplit(".", 1)[-1] in ("compile", "to_static") and args and isinstance(args[0], Value):
             return args[0]
         if qualified.endswith(".autograd.grad") and args:

@@ -21,6 +21,8 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from conformance.scan.forms import Imports, argument_kind, statement_form
 
 __all__ = ["spellings", "op_facts", "module_facts"]
@@ -134,7 +136,8 @@ def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapp
     """op -> ``returns`` (how a result relates to the arguments), ``writes`` (which arguments' memory a step
     wrote; ``relayout``: which it made look at other memory or in another order), ``tracked`` (whether such a
     write, of a tensor that requires grad in grad mode, gave it a history), ``keeps_grad`` (whether a result
-    of a tensor requiring grad requires it), ``fields`` (in order, and whether required), ``rebinds``,
+    of a tensor requiring grad requires it), ``overlaps`` (whether a view it returned holds one element of
+    memory more than once: an in-place write into it writes one place several times), ``fields`` (in order, and whether required), ``rebinds``,
     ``binds`` and ``saves`` per framework."""
     from conformance.judge.reference import machine
 
@@ -151,6 +154,7 @@ def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapp
             "writes": sorted(seen.get("writes", ())),
             "relayout": sorted(seen.get("relayout", ())),
             "keeps_grad": sorted(seen.get("keeps_grad", ())),
+            "overlaps": bool(seen.get("overlaps")),
             "tracked": sorted(seen.get("tracked", ())),
             "fields": [[field_name, bool(field.required)] for field_name, field in op.fields.items()],
             "observed": name in observed,
@@ -227,7 +231,10 @@ def _observe_steps(probe: Any, steps: Sequence[Any], observed: dict[str, dict[st
             result = probe.env.get(out)
             if not isinstance(result, Tensor):
                 continue
-            seen["returns"].add(_relation(result, before))
+            relation = _relation(result, before)
+            seen["returns"].add(relation)
+            if relation == "view" and np.unique(result.positions).size < result.positions.size:
+                seen["overlaps"].add(True)  # expand: several elements of the result are one place of memory
             if grad_in:
                 seen["keeps_grad"].add(bool(result.requires_grad))
     return True

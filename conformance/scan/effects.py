@@ -93,7 +93,7 @@ class Effects:
         for role in sorted(writes):
             target = out_value if role == "into" else positional(args, role)
             if isinstance(target, Value) and self._is_tensorish(target):
-                name_node = keywords.get("out") if role == "into" else argument_node(node, role)
+                name_node = keywords.get("out") if role == "into" else argument_node(node, role, self.ctx.imports)
                 source = args[1] if len(args) > 1 and isinstance(args[1], Value) else None
                 self._write(target, op, node, name=name_of(name_node) if name_node is not None else None,
                             source=source, rebinds=facts.rebinds, relayout=role in facts.relayout, fields=fields,

@@ -13,10 +13,13 @@ from __future__ import annotations
 import ast
 from typing import Any, Sequence
 __all__ = ["Imports", "advanced_index", "argument_kind", "argument_node", "call_form", "constant", "name_of",
-           "positional", "statement_form", "OUT_SUFFIX"]
+           "positional", "statement_form", "INPLACE_SUFFIX", "OUT_SUFFIX"]
 
 #: Appended to a function's form when the call passes ``out=`` (``torch.add(a, b, out=c)`` is another op).
 OUT_SUFFIX = "+out"
+#: Appended to a function's form when the call passes ``inplace=True`` (``F.silu(x, inplace=True)`` is
+#: ``silu_``, where the framework has no function of that name).
+INPLACE_SUFFIX = "+inplace"
 
 
 class Imports:
@@ -67,7 +70,11 @@ def call_form(call: ast.Call, imports: Imports) -> str:
     (a module, a function of the file) as ``call``."""
     qualified = imports.qualify(call.func)
     if qualified:
-        return "fn:" + qualified + (OUT_SUFFIX if any(k.arg == "out" for k in call.keywords) else "")
+        if any(k.arg == "out" for k in call.keywords):
+            return "fn:" + qualified + OUT_SUFFIX
+        if any(k.arg == "inplace" and constant(k.value) is True for k in call.keywords):
+            return "fn:" + qualified + INPLACE_SUFFIX
+        return "fn:" + qualified
     if isinstance(call.func, ast.Attribute):
         return "method:" + call.func.attr
     return "call"
@@ -152,12 +159,13 @@ def positional(args: Sequence[Any], role: str) -> Any:
     return None
 
 
-def argument_node(node: ast.AST, role: str) -> ast.AST | None:
-    """The expression the code wrote for argument *role* (``arg0`` of a method call is its receiver)."""
+def argument_node(node: ast.AST, role: str, imports: "Imports") -> ast.AST | None:
+    """The expression the code wrote for argument *role* (``arg0`` of a method call is its receiver; of a
+    function the file imported, ``F.silu(x)``, its first argument)."""
     if not isinstance(node, ast.Call) or not role.startswith("arg"):
         return None
     index = int(role[3:])
-    if isinstance(node.func, ast.Attribute):
+    if isinstance(node.func, ast.Attribute) and imports.qualify(node.func) is None:
         items = [node.func.value, *node.args]
     else:
         items = list(node.args)

@@ -406,7 +406,7 @@ class Interpreter(Calls):
             base.memory = Memory()
         return Value(kind=base.kind if base.kind in ("tensor", "array") else "unknown", op=op, node=node,
                      memory=base.memory, requires_grad=base.requires_grad, base=base, link="view", link_op=op,
-                     history=base.history, made=self.time, argument=None)
+                     history=base.history, made=self.time, argument=None, overlaps=self.vocab.facts(op).overlaps)
 
     # -- calls ---------------------------------------------------------------------------------------------
 

@@ -65,6 +65,8 @@ class Value:
     base: "Value | None" = None
     link: str | None = None
     link_op: str | None = None
+    #: a view whose elements include one place of memory more than once (``expand``: the op's facts)
+    overlaps: bool = False
     module: Module | None = None
     #: ``g = w.grad``: the tensor whose gradient it holds
     grad_of: "Value | None" = None

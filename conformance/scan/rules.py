@@ -202,7 +202,7 @@ class LeafWrite(Rule):
 @rule
 class AugmentedAlias(Rule):
     code = "IC104"
-    title = "an augmented assignment (+=, -=, *=, /=) to a tensor another name still holds"
+    title = "an augmented assignment (+=, -=, *=, /=, **=, //=, %=) to a tensor another name still holds"
     decisive = ("witness", "grad")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
@@ -224,7 +224,8 @@ class AugmentedAlias(Rule):
 @rule
 class ViewWrite(Rule):
     code = "IC105"
-    title = "an in-place write seen through another view or alias of the same memory (detach, a slice, reshape)"
+    title = ("an in-place write seen through another view or alias of the same memory (detach, a slice, reshape), "
+             "or into a view that holds one element of memory more than once (expand)")
     decisive = ("rebinds", "write", "read", "options", "graph", "kind", "after")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
@@ -236,7 +237,9 @@ class ViewWrite(Rule):
                        and not _numpy_between(r.value, write.target)]
             in_graph = write.requires_grad is not False and write.grad_enabled
             written_via = _relation(write.target)
-            if readers:
+            if any(link.overlaps for link in write.target.chain()):
+                reader, read_via = None, "overlap"  # the write itself: one place of memory written several times
+            elif readers:
                 reader = readers[0]
                 read_via = _relation(reader.value)
                 if written_via == "base" and read_via == "base":
@@ -251,7 +254,8 @@ class ViewWrite(Rule):
                       ("graph", "grad" if in_graph else "plain"), ("kind", "relayout" if write.relayout else "values"),
                       ("after", "relayout" if write.after_relayout else "none"), ("writer", _writer(write)))
             through = "" if written_via == "base" else f" through a `{written_via}` view"
-            seen = ("backward reads the graph" if reader is None else
+            seen = ("several of its elements are one place of memory" if read_via == "overlap" else
+                    "backward reads the graph" if reader is None else
                     f"`{reader.name}` ({'the base' if read_via == 'base' else 'a `' + read_via + '` of it'}) is read "
                     f"after (line {reader.node.lineno})")
             yield Sighting(self.code, write.node, facets, f"{_named(write)} is written in place{through}; {seen}")

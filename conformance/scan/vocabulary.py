@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from conformance.scan.forms import OUT_SUFFIX
+from conformance.scan.forms import INPLACE_SUFFIX, OUT_SUFFIX
 
 __all__ = ["OpFacts", "OpUse", "Vocabulary"]
 
@@ -29,6 +29,8 @@ class OpFacts:
     writes: frozenset[str] = frozenset()
     relayout: frozenset[str] = frozenset()
     keeps_grad: frozenset[bool] = frozenset()
+    #: a view it returns holds one element of memory more than once (``expand``)
+    overlaps: bool = False
     rebinds: bool = False
     binds: str = "tensor"
     block: bool = False
@@ -43,6 +45,7 @@ class OpFacts:
     def from_data(cls, name: str, data: Mapping[str, Any]) -> "OpFacts":
         return cls(name, returns=frozenset(data.get("returns", ())), writes=frozenset(data.get("writes", ())),
                    relayout=frozenset(data.get("relayout", ())), keeps_grad=frozenset(data.get("keeps_grad", ())),
+                   overlaps=bool(data.get("overlaps")),
                    rebinds=bool(data.get("rebinds")), binds=str(data.get("binds", "tensor")),
                    block=bool(data.get("block")), saves={fw: tuple(v) for fw, v in (data.get("saves") or {}).items()},
                    tracked=frozenset(data.get("tracked", ())),
@@ -133,6 +136,8 @@ class Vocabulary:
         out = [form]
         if form.endswith(OUT_SUFFIX):
             return out
+        if form.endswith(INPLACE_SUFFIX):  # F.silu(x, inplace=True): that spelling's op, else the function's
+            return out + self._candidates(framework, form.removesuffix(INPLACE_SUFFIX))
         functional = f"fn:{framework}.nn.functional."
         root = f"fn:{framework}."
         tensor_method = f"fn:{framework}.Tensor."
