@@ -552,3 +552,20 @@ def test_a_cache_write_on_a_full_filesystem_leaves_no_temporary_file(full_filesy
     target = full_filesystem / "entry.json"
     assert write_atomically(target, b"x" * 65536) is False
     assert not [p.name for p in full_filesystem.rglob(".tmp-*")]
+
+
+@pytest.mark.parametrize("tolerance", ["{rtol: .inf}", "{atol: .inf}", "{rtol: -.inf}", "{atol: .nan}", "{rtol: 1.0}",
+                                       "{rtol: 5}", "{rtol: -0.1}"])
+def test_a_tolerance_that_would_pass_any_value_is_refused(write_case, tolerance: str) -> None:
+    """An infinite tolerance (or a relative one of 100% and more) turns every wrong value into a right one: the
+    case could no longer find anything, so it does not load."""
+    text = f"id: t\ntitle: t\ntolerance: {tolerance}\nsteps:\n  - {{op: tensor, out: x, value: [1.0]}}\n" \
+           "  - {observe: value, of: x}\n"
+    with pytest.raises(CaseError, match="tolerance|rtol|atol"):
+        load_case(write_case(text))
+
+
+def test_a_tight_tolerance_still_loads(write_case) -> None:
+    text = "id: t\ntitle: t\ntolerance: {rtol: 0.001, atol: 0.0}\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n" \
+           "  - {observe: value, of: x}\n"
+    assert load_case(write_case(text)).tolerance.rtol == 0.001

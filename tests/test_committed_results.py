@@ -148,3 +148,27 @@ def test_committed_records_name_paths_in_the_repository_not_of_the_machine_that_
     for record in load_records([path]):
         for recorded in (record.case_file, record.run_info.get("python_executable")):
             assert recorded is None or not recorded.startswith("/"), (record.case, recorded)
+
+
+def test_a_column_env_holds_its_own_cells_whatever_the_caller_s_environment_chooses() -> None:
+    """tox passes CONFORMANCE_* through (memory limits, the cache folder); the variables that choose which
+    cells run and where they are kept must not reach a version env, or CONFORMANCE_MODES=to_static in the
+    caller's shell would write to_static records into the committed eager column."""
+    import os
+    import shutil
+    import subprocess
+
+    import sys
+    from pathlib import Path
+
+    tox = next((str(c) for c in (Path(sys.executable).parent / "tox", shutil.which("tox"), ROOT / ".venv" / "bin" / "tox")
+                if c and os.access(c, os.X_OK)), "")
+    if not tox:
+        pytest.skip("tox is not installed (tox -e tests installs it)")
+    chooser = {"CONFORMANCE_MODES": "to_static", "CONFORMANCE_FRAMEWORKS": "paddle", "CONFORMANCE_DEVICES": "gpu",
+               "CONFORMANCE_RESULTS": "elsewhere.jsonl", "CONFORMANCE_BASELINES": "elsewhere"}
+    shown = subprocess.run([tox, "-c", str(ROOT / "tox.ini"), "config", "-e", "torch213,paddle331", "-k", "set_env"],
+                           capture_output=True, text=True, timeout=120, env={**os.environ, **chooser})
+    assert shown.returncode == 0, shown.stderr
+    for name in chooser:
+        assert shown.stdout.count(f"{name}=\n") == 2, (name, shown.stdout)

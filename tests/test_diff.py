@@ -429,3 +429,36 @@ def test_versions_by_name_compare_their_committed_files(tmp_path: Path, capsys) 
     assert "torch 2.4.1 cpu  ->  torch 2.15.0 cpu  (upgrade view)" in out and "gpu" not in out.split("[1]")[0]
     assert main(["diff", "torch==2.3.0", "torch==2.15.0", "--committed", str(committed)]) == 2
     assert "no committed results of torch 2.3.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("outcome", [7, "weird-outcome", None, ["raises"]])
+def test_a_baseline_entry_with_no_outcome_of_this_package_is_bad_input(tmp_path, outcome) -> None:
+    """An outcome the package never writes (a number, an unknown word) is not a behaviour that changed: the
+    file is refused in one line, exit 2, never read into a diff or a traceback."""
+    import json
+
+    from .runs import run_cli
+
+    good = {"framework": "torch", "version": "2.13.0", "device": "cpu", "cells": {"a": {"outcome": "raises"}}}
+    bad = {**good, "cells": {"a": {"outcome": outcome}}}
+    (tmp_path / "old.json").write_text(json.dumps(good))
+    (tmp_path / "new.json").write_text(json.dumps(bad))
+    ran = run_cli(tmp_path, "diff", "old.json", "new.json", timeout=120)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1 and "new.json" in ran.stderr
+
+
+@pytest.mark.parametrize("version", ['9.9"><img src=x onerror=alert(1)>', "7.0/../../../escaped", ""])
+def test_a_results_file_whose_version_is_no_version_is_refused_by_site_and_diff(tmp_path, version) -> None:
+    import json
+
+    from .runs import run_cli
+
+    record = {"case": "a", "framework": "torch", "framework_version": version, "device": "cpu", "outcome": "raises"}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "cases").mkdir()
+    for args in (["diff", "r.jsonl", "r.jsonl"], ["site", "--results", "r.jsonl", "--output", "out"]):
+        ran = run_cli(tmp_path, *args, timeout=300)
+        assert ran.returncode == 2 and "Traceback" not in ran.stderr, (args, ran.stderr)
+        assert "r.jsonl" in ran.stderr
+    assert not list(tmp_path.rglob("*.html")) and not (tmp_path.parent / "escaped").exists()

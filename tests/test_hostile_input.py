@@ -3,6 +3,7 @@ or made inert, and the rest of the run goes on."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.records.record import Record
+from conformance.records.record import Record, RecordError
 from conformance.report.render import GENERATED, render_pages, render_report
 from conformance.report.summary import render_summary
 
@@ -82,10 +83,16 @@ def test_names_from_files_and_results_cannot_become_markup_in_the_summary_or_the
     (tmp_path / "reports").mkdir()
     hostile = [
         _record(case="a", topic="left|right", case_file=str(tmp_path / "cases" / "<img src=x onerror=alert(1)>.yaml")),
-        _record(case="b", framework_version="2.0<script>alert(1)</script>", outcome="raises|pwned",
-                case_file=str(tmp_path / "cases" / "x) [y](javascript:alert(1).yaml")),
-        _record(case="c", case_file=str(tmp_path / "javascript:alert(1)"), mode="<b>mode</b>"),
+        # a results file cannot hold these (Record.from_dict refuses them: below); made in code, they are
+        # still shown as text
+        dataclasses.replace(_record(case="b", case_file=str(tmp_path / "cases" / "x) [y](javascript:alert(1).yaml")),
+                            framework_version="2.0<script>alert(1)</script>", outcome="raises|pwned"),
+        dataclasses.replace(_record(case="c", case_file=str(tmp_path / "javascript:alert(1)")), mode="<b>mode</b>"),
     ]
+    for hostile_fields in ({"framework_version": "2.0<script>alert(1)</script>"}, {"outcome": "raises|pwned"},
+                           {"mode": "<b>mode</b>"}, {"framework_version": "7.0/../../../escaped"}, {"case": "../up"}):
+        with pytest.raises(RecordError, match="not a result record"):
+            _record(**hostile_fields)
     summary = render_summary(hostile)
     rows = [line for line in summary.splitlines() if line.startswith("|")]
     assert len(rows) == 5 and len({_unescaped_pipes(line) for line in rows}) == 1  # every row: the header's columns

@@ -36,10 +36,16 @@ def test_a_run_keeps_each_cell_s_program_and_its_code_beside_its_results(tmp_pat
         code = entry["code"].splitlines()
         assert code and all(line in shown.splitlines() for line in code)  # its steps, in it
         assert not any(line.lstrip().startswith(("print(", "import ", "# step ")) for line in code)
-    # a second run of one case keeps the other's program
+    # a run that starts its results afresh keeps its own programs alone, as its results hold its records
+    # alone (the programs before are kept beside them); a resumed one keeps those of the cells it kept
+    before = programs_path(results).read_text(encoding="utf-8")
     again = run_cli(tmp_path, "run", "iadd_keeps_storage.yaml", "--framework", FRAMEWORK, "--device", "cpu",
                     "--results", str(results), "--no-baselines")
-    assert again.returncode == 0 and len(load_programs([results])) == 2
+    assert again.returncode == 0 and [key[4] for key in load_programs([results])] == ["iadd_keeps_storage"]
+    assert Path(str(programs_path(results)) + ".previous").read_text(encoding="utf-8") == before
+    resumed = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", "iadd_keeps_storage.yaml", "--framework", FRAMEWORK,
+                      "--device", "cpu", "--results", str(results), "--no-baselines", "--resume")
+    assert resumed.returncode == 0 and len(load_programs([results])) == 2
 
 
 @needs_framework
@@ -66,6 +72,19 @@ def test_the_newest_version_s_program_of_the_case_as_it_is_now_is_chosen(tmp_pat
     assert newest_programs(kept, {})[("torch", "c")]["code"] == "# 2.10.0 old eager\n"
     (tmp_path / "a.programs.json").write_text("not json")
     assert load_programs([tmp_path / "a.jsonl"]) == {}  # an unreadable file keeps nothing
+    for odd in ('{"programs": 1}', '{"programs": {"a": 1}}', '[1, 2]', '{"programs": [1, null, "x"]}'):
+        (tmp_path / "a.programs.json").write_text(odd)
+        assert load_programs([tmp_path / "a.jsonl"]) == {}, odd
+
+
+def test_a_program_kept_without_the_digest_of_its_case_is_not_taken_for_the_case_as_it_is(tmp_path: Path) -> None:
+    """A kept program that names no case digest (written by hand, or by an old run) may be of the case as
+    it was: one that names the case as it is now is chosen first, whatever its version."""
+    entry = {"framework": "torch", "device": "cpu", "mode": "eager", "case": "c", "source": "", "unsupported": None}
+    write_programs(tmp_path / "a.jsonl", [dict(entry, version="2.99.0", code="# no digest\n"),
+                                         dict(entry, version="2.1.0", case_digest="now", code="# as it is\n")])
+    chosen = newest_programs(load_programs([tmp_path / "a.jsonl"]), {"c": "now"})
+    assert chosen[("torch", "c")]["code"] == "# as it is\n"
 
 
 def test_pruning_removes_the_programs_of_cases_gone_and_keeps_the_rest_as_written(tmp_path: Path) -> None:
@@ -178,12 +197,12 @@ def test_the_spooled_programs_of_the_run_s_cells_join_those_kept_the_latest_of_a
 
 def test_a_programs_file_written_another_way_is_read_whole_and_an_unreadable_one_replaced(tmp_path: Path) -> None:
     results = tmp_path / "r.jsonl"
-    programs_path(results).write_text(json.dumps({"programs": [_entry("one line"), _entry("b")]}), encoding="utf-8")
+    programs_path(results).write_text(json.dumps({"programs": [_entry("one_line"), _entry("b")]}), encoding="utf-8")
     spool = ProgramSpool(results, shared=False)
     spool.add(_entry("c"))
     spool.close()
     assert keep_spooled(results, [_key("c")]) == (1, 0)
-    assert sorted(load_programs([results])) == [_key("b"), _key("c"), _key("one line")]
+    assert sorted(load_programs([results])) == [_key("b"), _key("c"), _key("one_line")]
     programs_path(results).write_text('{"programs": [\n{"case": "no column"},\nnot json\n]}\n', encoding="utf-8")
     spool = ProgramSpool(results, shared=False)
     spool.add(_entry("c", "again"))

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import keyword
+import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -181,6 +182,11 @@ class _Checker:
             raise self.fail(("tolerance",), "tolerance must be a mapping with 'rtol' and/or 'atol'")
         rtol = self.positive_number(value, "rtol", ("tolerance", "rtol"), zero_ok=True)
         atol = self.positive_number(value, "atol", ("tolerance", "atol"), zero_ok=True)
+        for key, given in (("rtol", rtol), ("atol", atol)):
+            if given is not None and not math.isfinite(given):  # .inf would pass every value: no verdict at all
+                raise self.fail(("tolerance", key), f"{key} must be a finite number, not {given!r}")
+        if rtol is not None and rtol >= 1.0:  # within 100% of the reference: 0 and the sign flipped would pass
+            raise self.fail(("tolerance", "rtol"), f"rtol must be below 1 (a fraction of the reference), not {rtol!r}")
         return Tolerance(rtol=1e-5 if rtol is None else rtol, atol=1e-6 if atol is None else atol)
 
     def timeout(self, data: dict) -> float | None:

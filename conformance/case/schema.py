@@ -158,7 +158,7 @@ def _top_level() -> Schema:
         "not_scanned": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
         "tolerance": {
             "type": "object",
-            "properties": {"rtol": {"type": "number", "minimum": 0},
+            "properties": {"rtol": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
                            "atol": {"type": "number", "minimum": 0}},
             "additionalProperties": False,
         },

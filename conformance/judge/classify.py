@@ -24,12 +24,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from conformance.case.model import Case, Tolerance
+from conformance.outcomes import OUTCOMES
 from conformance.ops import OBSERVATIONS, OPS
 
 __all__ = ["OUTCOMES", "Unjudged", "classify", "compare", "default_tolerance"]
 
-OUTCOMES = ("raises", "warns", "silent-correct", "silent-wrong", "aliases", "copies",
-            "unsupported", "crash", "timeout", "error", "skipped")
 
 _DEFAULTS = {"float32": Tolerance(1e-5, 1e-6), "float16": Tolerance(1e-2, 1e-3),
              "bfloat16": Tolerance(1e-2, 1e-3), "float64": Tolerance(1e-9, 1e-12)}

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from conformance.outputs import write_file
 from conformance.records.explain import explain
-from conformance.records.record import EAGER, Column, Record, as_record
+from conformance.records.record import EAGER, Column, Record, as_record, cell_problem
 from conformance.records.results import latest_by_cell
 
 __all__ = ["BaselineError", "Baselines", "summarize", "entries_match"]
@@ -80,7 +80,22 @@ def _load_json(path: Path, foreign_ok: bool = False) -> dict[str, Any] | None:
                 if not isinstance(entry, dict) or not isinstance(entry.get("outcome"), str)), None)
     if bad is not None:
         raise BaselineError(path, f"the entry of {bad!r} has no outcome")
+    problem = baseline_problem(content)
+    if problem:
+        raise BaselineError(path, problem)
     return content
+
+
+def baseline_problem(content: Mapping[str, Any]) -> str | None:
+    """What makes a baseline's column or an entry no column or outcome of this package, else None."""
+    framework, device = content.get("framework", "unknown"), content.get("device", "cpu")
+    for case, entry in (content.get("cells") or {}).items():
+        problem = cell_problem(entry.get("outcome") if isinstance(entry, Mapping) else None,
+                               {"framework": framework, "device": device, "mode": content.get("mode") or EAGER,
+                                "case": case}, content.get("version", "unknown"))
+        if problem:
+            return f"the entry of {case!r}: {problem}"
+    return None
 
 
 class Baselines:

@@ -55,7 +55,13 @@ _FIELDS = ("framework", "version", "device", "mode", "case", "code", "source")
 
 
 def _entry(data: Any) -> ProgramText | None:
-    return ProgramText(data) if isinstance(data, dict) and all(isinstance(data.get(k), str) for k in _FIELDS) else None
+    """A kept program, or None for anything else (a column or case that is no name of this package)."""
+    from conformance.records.record import names_problem
+
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in _FIELDS):
+        return None
+    names = {key: data[key] for key in ("framework", "device", "mode", "case")}
+    return None if names_problem(names, data["version"]) else ProgramText(data)
 
 
 def _read(path: Path) -> list[ProgramText]:
@@ -64,7 +70,7 @@ def _read(path: Path) -> list[ProgramText]:
     except (OSError, ValueError):
         return []
     entries = data.get("programs") if isinstance(data, dict) else None
-    return [entry for entry in map(_entry, entries or ()) if entry is not None]
+    return [entry for entry in map(_entry, entries if isinstance(entries, list) else ()) if entry is not None]
 
 
 def load_programs(results_files: Iterable[Path | str]) -> dict[ProgramKey, ProgramText]:
@@ -86,7 +92,7 @@ def newest_programs(kept: Mapping[ProgramKey, ProgramText], digests: Mapping[str
     chosen: dict[tuple[str, str], tuple[tuple[object, ...], ProgramText]] = {}
     for (framework, version, device, mode, case_id), entry in kept.items():
         digest = digests.get(case_id, "")
-        current = not entry.get("case_digest") or not digest or entry.get("case_digest") == digest
+        current = bool(digest) and entry.get("case_digest") == digest  # one of no known case is not current
         rank = (current, mode == EAGER, device == "cpu", version_key(split_build(version)[0]), device, mode)
         if (framework, case_id) not in chosen or rank > chosen[framework, case_id][0]:
             chosen[framework, case_id] = (rank, entry)
@@ -212,13 +218,15 @@ def _placed(path: Path, handle: BinaryIO) -> dict[ProgramKey, _Place | ProgramTe
     return {entry.key: entry for entry in _read(path)}
 
 
-def keep_spooled(results: Path | str, wanted: Iterable[ProgramKey]) -> tuple[int, int]:
+def keep_spooled(results: Path | str, wanted: Iterable[ProgramKey], *, fresh: bool = False) -> tuple[int, int]:
     """Keep the spooled programs of the cells in *wanted* beside *results*, with those already kept, and
     remove the spool.  The spool holds this run's programs (and those of the interrupted run it resumes,
-    which its own follow): the latest of a cell is the one its record was judged with.  Written as it is
-    read, one entry at a time: memory holds where each entry is, never the programs.  Returns (how many of
+    which its own follow): the latest of a cell is the one its record was judged with.  *fresh*: the run
+    began its results file afresh, so the programs file holds this run's programs alone, as the results file
+    holds its records alone (the one before is kept beside it as ``NAME.previous``).  Written as it is read,
+    one entry at a time: memory holds where each entry is, never the programs.  Returns (how many of
     *wanted* have a program kept, how many have none).  Raises OutputError."""
-    from conformance.outputs import OutputError, replace_file
+    from conformance.outputs import OutputError, keep_previous, replace_file
 
     path, spool = programs_path(results), spool_path(results)
     wanted = set(wanted)
@@ -226,7 +234,9 @@ def keep_spooled(results: Path | str, wanted: Iterable[ProgramKey]) -> tuple[int
     handles: list[BinaryIO] = []
     spooled = False
     try:
-        if path.is_file():
+        if fresh and path.is_file():
+            keep_previous(path)
+        elif path.is_file():
             handles.append(open(path, "rb"))
             places = _placed(path, handles[-1])
         if spool.is_file():
@@ -235,7 +245,7 @@ def keep_spooled(results: Path | str, wanted: Iterable[ProgramKey]) -> tuple[int
                 if entry is not None and entry.key in wanted:
                     places[entry.key] = (handles[-1], offset)
                     spooled = True
-        if spooled:
+        if spooled or (fresh and path.is_file()):
             replace_file(path, _pieces(places))
     except OSError as exc:
         raise OutputError(getattr(exc, "filename", None) or spool, exc) from None

@@ -16,8 +16,11 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from conformance.outcomes import OUTCOMES
+
 __all__ = ["Record", "Column", "RaisedException", "RecordError", "RAISE_KINDS", "EAGER", "version_key",
-           "as_record", "slim", "split_build"]
+           "as_record", "cell_problem", "names_problem", "slim",
+           "split_build"]
 
 #: What a raise is about: an autograd safety check (version counter, leaf, view), an argument or API
 #: rejection (TypeError, wrong argument form, missing attribute), or anything else.  Records written
@@ -124,6 +127,31 @@ class RaisedException:
                    iteration=raw.get("iteration"), op=raw.get("op"))
 
 
+#: What a name field of a record may hold, and a framework version (``2.13.0``, ``3.3.1+paddle3.3.1``, and
+#: ``not installed`` for a cell of a framework that was not).
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_ -]*\Z")
+
+
+def cell_problem(outcome: Any, names: Mapping[str, Any], version: Any) -> str | None:
+    """What makes a record's (or a baseline entry's) outcome, names or version no outcome, name or version of
+    this package, else None.  Names and versions reach file names and pages (a column's file, the site's
+    version pages): text, never a path or markup."""
+    if outcome not in OUTCOMES:
+        return f"outcome {outcome!r} is none of {', '.join(OUTCOMES)}"
+    return names_problem(names, version)
+
+
+def names_problem(names: Mapping[str, Any], version: Any) -> str | None:
+    """:func:`cell_problem` of the names and the version alone (a kept program's column and case)."""
+    for key, value in names.items():
+        if not isinstance(value, str) or not _NAME.match(value):
+            return f"field {key!r} is {value!r}, not a name (letters, digits, '_', '.', '-')"
+    if not isinstance(version, str) or not _VERSION.match(version) or ".." in version:
+        return f"framework_version {version!r} is not a version (letters, digits, '.', '+', '_', '-')"
+    return None
+
+
 @dataclass(frozen=True)
 class Record:
     """One cell's result, as written to a results file (one JSON line)."""
@@ -164,6 +192,10 @@ class Record:
         mode = raw.get("mode") or EAGER
         if not isinstance(mode, str):
             raise RecordError(f"not a result record: field 'mode' is {mode!r}, not a string")
+        problem = cell_problem(raw["outcome"], {"framework": raw["framework"], "device": raw["device"],
+                                                "mode": mode, "case": raw["case"]}, raw["framework_version"])
+        if problem:
+            raise RecordError(f"not a result record: {problem}")
         # A record written when the build was part of the version (``2.13.0+cpu``) belongs to the column of
         # the public version, its build kept beside it, so it is checked against the same baselines.
         version, build = split_build(raw["framework_version"])

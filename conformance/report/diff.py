@@ -106,6 +106,11 @@ def _cell_from_baseline(entry: Mapping[str, Any]) -> Cell:
 
 
 def _baseline_side(path: Path, whole: Mapping[str, Any]) -> Side:
+    from conformance.records.baseline import baseline_problem
+
+    problem = baseline_problem(whole) if isinstance(whole.get("cells"), Mapping) else "its 'cells' is no object"
+    if problem:
+        raise BadInput(f"{path}: not a baseline of this package: {problem}")
     try:
         column = Column(str(whole["framework"]), str(whole["version"]), str(whole["device"]),
                         str(whole.get("mode") or "eager"))

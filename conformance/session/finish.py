@@ -93,7 +93,7 @@ def keep_programs(config: pytest.Config, records: list[Record]) -> list[tuple[st
     spool = config.stash.get(PROGRAM_SPOOL, None)
     if spool is not None:
         spool.close()
-    _, missing = keep_spooled(path, wanted)
+    _, missing = keep_spooled(path, wanted, fresh=not config.getoption("conformance_resume"))
     if not missing:
         return []
     return [(f"programs: {missing} of {len(wanted)} cell(s) have no program kept beside {path}, which the reports "
