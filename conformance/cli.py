@@ -229,7 +229,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     from conformance.workers.pool import Worker
 
     cases, errors = load_cases(args.paths or ["cases"], load=load_checked)
-    matches = [c for c in cases if c.id == args.case]
+    topic, _, wanted = args.case.rpartition("/")  # "seed/rnn_hidden_reuse", as `conformance list` prints it
+    matches = [c for c in cases if c.id == wanted and (not topic or c.topic == topic)]
+    twice = [e for e in errors if f"duplicate case id {wanted!r}" in str(e)]
+    if matches and twice:  # as run refuses it: which file is the case is the user's to say
+        print(f"error: case id {wanted!r} is defined in {1 + len(twice)} files ({matches[0].path}, "
+              f"{', '.join(str(e.path) for e in twice)}); give --paths the one you mean", file=sys.stderr)
+        return 2
     if not matches:
         where = ", ".join(args.paths or ["cases"])
         print(f"error: no case with id {args.case!r} in {where}; a case elsewhere is found with --paths DIR",
@@ -238,6 +244,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     cls = adapter_classes().get(args.framework)
     if cls is None or not is_installed(cls):
         print(f"error: framework {args.framework!r} is not installed or has no adapter", file=sys.stderr)
+        return 2
+    own_modes = list(getattr(cls, "modes", {}))
+    if args.mode != "eager" and args.mode not in own_modes:  # as run refuses it: no cell of this mode exists
+        print(f"error: {args.framework} has no mode {args.mode!r} (its modes: {', '.join(['eager', *own_modes])})",
+              file=sys.stderr)
         return 2
     case = matches[0]
     written_by = source_version(args.framework)  # a converter's programs are also the torch that wrote them
@@ -296,9 +307,9 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
         print(printable(f"# unsupported from here on: {reply['unsupported']}"))
     lines, wrong = verdict(record, expected)
     print(printable("\n".join(lines)))
-    if wrong:
+    if wrong or record.outcome in ("crash", "timeout"):  # the cells a user must read (run's findings)
         return 1
-    return SHOW_HARNESS_ERROR if record.outcome == "error" else 0
+    return SHOW_HARNESS_ERROR if record.outcome in ("error", "skipped") else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

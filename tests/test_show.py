@@ -111,3 +111,50 @@ def test_a_reproducer_prints_a_numpy_scalar_it_observes(framework: str, tmp_path
     ran = subprocess.run([sys.executable, "-c", shown.stdout], capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "value(s) 1.5" in ran.stdout, ran.stdout
+
+
+def _show_args(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "show", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.parametrize(("framework", "mode"), [("paddle", "compile"), ("torch", "to_static"), ("torch", "compiled")])
+def test_a_mode_the_framework_lacks_is_refused_as_run_refuses_it(framework: str, mode: str) -> None:
+    if not is_installed(adapter_classes()[framework]):
+        pytest.skip(f"{framework} is not installed")
+    shown = _show_args("rnn_hidden_reuse", "--framework", framework, "--mode", mode)
+    assert shown.returncode == 2 and shown.stdout == "", shown.stdout[-500:]
+    assert shown.stderr.strip() == shown.stderr.strip().splitlines()[0] and f"no mode {mode!r}" in shown.stderr
+
+
+def test_a_case_is_named_as_list_prints_it_and_an_id_two_files_define_is_refused(tmp_path) -> None:
+    framework = next((f for f in ("torch", "paddle") if is_installed(adapter_classes()[f])), None)
+    if framework is None:
+        pytest.skip("neither torch nor paddle is installed")
+    shown = _show_args("seed/rnn_hidden_reuse", "--framework", framework, "--no-run")
+    assert shown.returncode == 0 and "rnn_hidden_reuse" in shown.stdout, shown.stderr
+    assert _show_args("views/rnn_hidden_reuse", "--framework", framework, "--no-run").returncode == 2  # no such
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "twice.yaml").write_text(
+            "id: twice\ntitle: t\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n  - {observe: value, of: x}\n")
+    shown = _show_args("twice", "--framework", framework, "--paths", "one", "two", "--no-run", cwd=tmp_path)
+    assert shown.returncode == 2 and "defined in 2 files" in shown.stderr, shown.stderr
+
+
+def test_a_device_the_machine_lacks_is_no_verdict_of_the_framework() -> None:
+    from conformance.workers.pool import Worker
+
+    framework = next((f for f in ("torch", "paddle") if is_installed(adapter_classes()[f])), None)
+    if framework is None:
+        pytest.skip("neither torch nor paddle is installed")
+    worker = Worker(framework)
+    try:
+        absent = worker.info["devices"].get("gpu")
+    finally:
+        worker.close()
+    if absent is None:
+        pytest.skip(f"{framework} can use a GPU here")
+    shown = _show_args("rnn_hidden_reuse", "--framework", framework, "--device", "gpu")
+    assert shown.returncode == 3, shown.stdout[-800:] + shown.stderr
+    assert "# verdict: skipped" in shown.stdout
