@@ -18,6 +18,7 @@ its baseline, and errors when the harness failed.  Findings are never failures.
 from __future__ import annotations
 
 import gc
+import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -208,9 +209,41 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix in (".yaml", ".yml") and parent.config.stash.get(ACTIVE, False):
+    if file_path.suffix in (".yaml", ".yml") and parent.config.stash.get(ACTIVE, False) \
+            and (_named(parent.config, file_path) or _looks_like_a_case(file_path)):
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+#: A top-level key only a case file has at the start of a line (``id:``, ``steps:``).
+_CASE_KEY = re.compile(rb"^(id|steps)[ \t]*:", re.MULTILINE)
+
+
+def _looks_like_a_case(path: Path) -> bool:
+    """Whether a YAML file found in a folder is a case file: one with a top-level ``id:`` or ``steps:``.  The
+    project's other YAML (a CI workflow, its own test data) is not the matrix's to judge; a case file with a
+    mistake still names its id, and fails with its reason.  What is not a regular file is collected (it
+    fails as an invalid case, without being read)."""
+    try:
+        if not path.is_file():
+            return True
+        with open(path, "rb") as handle:
+            return bool(_CASE_KEY.search(handle.read(1 << 20)))
+    except OSError:
+        return True  # unreadable: collected, so that it fails with its reason
+
+
+def _named(config: pytest.Config, path: Path) -> bool:
+    """Whether the command line named this very file (then it is a case, whatever it holds)."""
+    named = config.stash.get(_NAMED_FILES, None)
+    if named is None:
+        where = config.invocation_params.dir
+        named = config.stash[_NAMED_FILES] = {str(Path(where, arg.split("::")[0]).absolute())
+                                              for arg in config.args}
+    return str(path.absolute()) in named
+
+
+_NAMED_FILES = pytest.StashKey[set]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

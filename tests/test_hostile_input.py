@@ -295,3 +295,26 @@ def test_a_case_file_whose_name_is_not_utf8_is_reported_with_a_working_link(tmp_
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr[-2000:]
     page = (tmp_path / "r" / "t.md").read_text(encoding="utf-8")
     assert "[`cases/t/caf\ufffd.yaml`](./../cases/t/caf%E9.yaml)" in page
+
+
+@needs_framework
+def test_the_project_s_own_yaml_is_not_taken_for_cases(tmp_path: Path) -> None:
+    """pytest --conformance in a project walks its whole tree: a CI workflow and the project's own YAML test
+    data are not cases (no top-level id: or steps:), and are neither run nor failed as invalid; a case file
+    with a mistake still fails with its reason, and a file named on the command line is a case whatever it
+    holds."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text("on: [push]\njobs:\n  test:\n    runs-on: x\n")
+    (tmp_path / "tests" / "data").mkdir(parents=True)
+    (tmp_path / "tests" / "data" / "config.yaml").write_text("learning_rate: 0.1\nlayers: [2, 3]\n")
+    write_case(tmp_path / "cases", QUICK, "quick_one")
+    (tmp_path / "cases" / "broken.yaml").write_text("id: broken\ntitle: t\nstep:\n  - {op: tensor}\n")
+    args = ("--conformance", "--conformance-framework", FRAMEWORK, "--conformance-device", "cpu",
+            "--conformance-results", "r.jsonl", "--conformance-summary", "s.md", "--conformance-no-baselines")
+    run = run_pytest(tmp_path, *args)
+    output = run.stdout + run.stderr
+    assert "config.yaml" not in output and "ci.yml" not in output, output[-3000:]
+    assert "broken.yaml" in output and run.returncode == 1, output[-3000:]
+    assert [r["case"] for r in records_in(tmp_path / "r.jsonl")] == ["quick_one"]
+    named = run_pytest(tmp_path, *args, "tests/data/config.yaml")
+    assert named.returncode != 0 and "config.yaml" in named.stdout + named.stderr
