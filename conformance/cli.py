@@ -196,10 +196,21 @@ def printable(text: object) -> str:
                    for c in str(text))
 
 
+def _missing(paths: list[str]) -> int | None:
+    """Exit 2, with one line, when a path named to read cases from is not there at all."""
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if not missing:
+        return None
+    print(f"error: no such file or folder: {printable(', '.join(missing))}", file=sys.stderr)
+    return 2
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from conformance.case.load import find_case_files, load_cases
 
     paths = args.paths or ["cases"]
+    if (status := _missing(paths)) is not None:
+        return status
     if not find_case_files(p for p in paths if Path(p).exists()) and all(Path(p).exists() for p in paths):
         print(f"error: no case file (*.yaml, *.yml) under {', '.join(paths)}", file=sys.stderr)
         return 1
@@ -213,6 +224,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from conformance.case.load import load_cases
 
+    if (status := _missing(args.paths or ["cases"])) is not None:
+        return status
     cases, errors = load_cases(args.paths or ["cases"])
     for case in sorted(cases, key=lambda c: (c.topic, c.id)):
         print(printable(f"{case.topic}/{case.id}  {case.title}"))

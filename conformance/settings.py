@@ -30,14 +30,24 @@ class OptionError(ValueError):
     """An option value that cannot work; the message is one line naming the value."""
 
 
+#: The shortest time limit a cell may have: a worker's round trip and the program's own start take some
+#: hundredths of a second, so a shorter limit would record a program that only ran as a hang.
+MIN_TIMEOUT = 0.5
+
+
 def seconds(option: str, raw: str | float) -> float:
-    """A timeout: a positive, finite number of seconds (``-1``, ``0``, ``nan``, ``inf`` are refused)."""
+    """A timeout: a positive, finite number of seconds (``-1``, ``0``, ``nan``, ``inf`` are refused), of at
+    least :data:`MIN_TIMEOUT` (``1e-9`` would call every program a hang: a fault of the setting, never a
+    finding)."""
     try:
         value = float(raw)
     except (TypeError, ValueError):
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise OptionError(f"{option}: not a positive, finite number of seconds: {str(raw)!r}")
+    if value < MIN_TIMEOUT:
+        raise OptionError(f"{option}: {str(raw)!r} seconds is shorter than any program takes to run; give at "
+                          f"least {MIN_TIMEOUT:g}")
     return value
 
 

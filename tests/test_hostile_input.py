@@ -252,6 +252,8 @@ print(json.dumps({{"status": int(status), "bytes": peak['now']}}))
     (["fuzz", "--timeout", "0", "--budget", "1"], {}, "--timeout: not a positive, finite number of seconds: '0'"),
     (["fuzz", "--timeout", "-1", "--budget", "1"], {}, "--timeout: not a positive, finite number of seconds: '-1'"),
     (["fuzz", "--seed", "-1", "--budget", "1"], {}, "--seed: not a whole number, 0 or more: '-1'"),
+    (["fuzz", "--timeout", "1e-9", "--budget", "1"], {}, "--timeout: '1e-9' seconds is shorter than any program"),
+    (["run", "cases", "--timeout", "0.001"], {}, "--timeout: '0.001' seconds is shorter than any program"),
     (["fuzz", "--report", "/proc/no/such/report.json", "--budget", "1"], {}, "cannot write /proc/no/such/report.json"),
     (["fuzz", "--budget", "1"], {"CONFORMANCE_WORKER_MEMORY": "abc"}, "CONFORMANCE_WORKER_MEMORY='abc': not a whole"),
     (["run", "cases", "--device", "cpu"], {"CONFORMANCE_WORKER_MEMORY": "1e999"},

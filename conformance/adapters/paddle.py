@@ -72,9 +72,9 @@ class PaddleAdapter(Adapter):
                               "\"This function computes the conjugate of the Tensor elementwisely\"; no view is "
                               "promised (torch documents conj() as \"a view with flipped conjugate bit\")"),
     }
-    # paddle's elu kernel reads its input and its output, its selu its output, and its in-place leaky_relu_
-    # nothing it overwrote (torch: elu and selu their input, leaky_relu_ its result)
-    saves = {"elu": ("input", "output"), "selu": ("output",), "leaky_relu_": ()}
+    # paddle's elu and silu kernels read their input and their output, its selu its output, and its in-place
+    # leaky_relu_ nothing it overwrote (torch: elu, selu and silu their input, leaky_relu_ its result)
+    saves = {"elu": ("input", "output"), "selu": ("output",), "leaky_relu_": (), "silu": ("input", "output")}
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 
