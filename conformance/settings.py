@@ -57,8 +57,8 @@ def timeout_argument(raw: str) -> float:
 
     try:
         return seconds("--timeout", raw)
-    except OptionError:
-        raise argparse.ArgumentTypeError(f"not a positive, finite number of seconds: {raw!r}") from None
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--timeout: ")) from None
 
 
 EAGER = "eager"

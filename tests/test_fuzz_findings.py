@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -336,9 +339,6 @@ def test_an_interrupt_while_shrinking_writes_no_program_as_drawn(tmp_path: Path,
     """Ctrl-C or SIGTERM while shrinking: exit 130, what was shrunk before is written, nothing unshrunk is."""
     import os
     import signal
-    import subprocess
-    import sys
-
     out = tmp_path / "found"
     process = subprocess.Popen(
         [sys.executable, "-m", "conformance.cli", "fuzz", "--framework", "paddle", "--mode", "to_static_full_graph",
@@ -369,3 +369,46 @@ def test_the_modes_of_one_framework_agreeing_are_no_evidence_against_the_referen
              "paddle:to_static_full_graph": Cell("silent-wrong", wrong)}
     assert judge(case, modes).kind == FINDING
     assert judge(case, {**modes, "torch": Cell("silent-wrong", wrong)}).kind == REFERENCE
+
+
+def test_a_found_case_the_disk_cannot_hold_leaves_no_part_of_a_case(tmp_path: Path) -> None:
+    """The file is written whole beside its name before it takes it: a write that fails for want of space
+    (here a file-size limit, the same EFBIG/ENOSPC an OSError carries) leaves no case file, not even an
+    empty one, which would be an invalid case in cases/found."""
+    script = f"""
+import resource, signal, sys
+from pathlib import Path
+from conformance.fuzz.generate import Program
+from conformance.fuzz.verdict import Verdict
+from conformance.fuzz.write import write_case
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))
+program = Program(({{"op": "tensor", "out": "t1", "value": [0.5, 1.5], "dtype": "float32"}},
+                   {{"op": "sin_", "args": ["t1"]}}, {{"observe": "value", "of": "t1"}}))
+try:
+    write_case(Path({str(tmp_path / 'found')!r}), program, Verdict({{}}, "finding", "a reason"), seed=1, budget=1,
+               number=1, versions={{"torch": "2.13.0"}})
+except OSError as exc:
+    print("refused:", exc.strerror)
+"""
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "refused: File too large" in ran.stdout, ran.stdout + ran.stderr[-2000:]
+    assert list((tmp_path / "found").iterdir()) == []  # neither the case nor its hidden draft
+
+
+def test_a_fuzz_run_that_cannot_write_its_cases_says_so_in_one_line_and_shows_them(tmp_path: Path) -> None:
+    """A found case that cannot be written (here a folder under /proc) ends the writing, not the run: one
+    error line, exit 1, and the findings shown in the report, each with its program."""
+    if "paddle" not in INSTALLED:
+        pytest.skip("paddle is not installed")
+    ran = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "fuzz", "--framework", "paddle", "--mode", "to_static_full_graph",
+         "--budget", "30", "--seed", "1", "--out", "/proc/self/no-such-folder/found", "--cases", str(tmp_path),
+         "--report", str(tmp_path / "report.json")],
+        capture_output=True, text=True, timeout=900)
+    errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+    assert ran.returncode == 1 and len(errors) == 1, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "cannot write a found case in /proc/self/no-such-folder/found" in errors[0]
+    assert "Traceback" not in ran.stderr and "new (not written)" in ran.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["write_error"] and any(r["status"] == "new (not written)" for r in report["results"])

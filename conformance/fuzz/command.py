@@ -154,6 +154,8 @@ class Report:
     excluded: dict[str, str] = field(default_factory=dict)
     rejected: int = 0
     interrupted: bool = False
+    #: why the found cases could not be written (a full disk): the rest are shown in the report instead
+    write_error: str | None = None
     #: findings not shrunk: their behaviour had per_behaviour signatures shrunk already
     unshrunk: int = 0
     per_behaviour: int = SHRINK_PER_BEHAVIOUR
@@ -287,9 +289,18 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                         result.status = "new (not written)"
                         new_causes[cause.key] = result
                     else:
-                        case = write_case(out, program, verdict, seed=seed, budget=budget, number=tried.drawn.number,
-                                          versions=runner.versions, cause=cause, modes=modes,
-                                          tried=shrunk.tried if shrunk else None)
+                        try:
+                            case = write_case(out, program, verdict, seed=seed, budget=budget,
+                                              number=tried.drawn.number, versions=runner.versions, cause=cause,
+                                              modes=modes, tried=shrunk.tried if shrunk else None)
+                        except OSError as exc:  # a full disk: no part of a case is left; the report shows it
+                            report.write_error = f"cannot write a found case in {out}: {exc.strerror or exc}"
+                            if progress is not None:
+                                progress(f"error: {report.write_error}; the findings are shown in the report")
+                            out = None
+                            result.status = "new (not written)"
+                            new_causes[cause.key] = result
+                            continue
                         new_causes[cause.key] = result
                         result.status, result.path = "new", case.path
                         again = runner.run([case])[0]  # the written file, through the same path as the suite
@@ -395,9 +406,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         except OutputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+    if report.write_error:
+        print(f"error: {report.write_error}", file=sys.stderr)
     if report.interrupted:
         return 130
-    return 1 if report.of(ERROR) or report.generator_bugs else 0
+    return 1 if report.of(ERROR) or report.generator_bugs or report.write_error else 0
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -497,7 +510,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "programs_per_second": report.per_second, "draw_seconds": report.draw_seconds, "cells": report.cells,
         "busy_seconds": report.busy, "outcomes": report.outcomes,
         "excluded_ops": report.excluded, "generator_bugs": report.generator_bugs, "rejected_inputs": report.rejected,
-        "interrupted": report.interrupted, "unshrunk": report.unshrunk,
+        "interrupted": report.interrupted, "unshrunk": report.unshrunk, "write_error": report.write_error,
         "results": [{"kind": r.kind, "signature": r.signature, "programs": r.count, "program_number": r.number,
                      "status": r.status, "path": r.path, "reproduces": r.reproduces, "reason": r.verdict.reason,
                      "evaluations": r.evaluations, "outcomes": r.verdict.outcomes(), "dtype": r.program.dtype,

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -179,11 +181,30 @@ def _flow(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False).strip().removesuffix("...").strip()
 
 
+def _place(folder: Path, path: Path, text: str) -> bool:
+    """Write *text* to a hidden file in *folder*, then link it to *path*: False when *path* is taken (it is left
+    as it is).  Raises OSError (a full disk) with no file of either name left."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, path)  # never over a file already there
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
 def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, budget: int, number: int,
                versions: Mapping[str, str], cause: Cause | None = None, modes: Sequence[str] = (),
                tried: Tried | None = None) -> Case:
     """Write the found case and check it loads back as the same program; return it.  A file already at
-    the case's name is never replaced: the case takes the next free name (``_2``, ``_3``...) instead."""
+    the case's name is never replaced: the case takes the next free name (``_2``, ``_3``...) instead.  The
+    file is written whole beside its name first and then given it, so a disk that fills leaves no part of a
+    case among the cases (OSError, with nothing left behind)."""
     folder.mkdir(parents=True, exist_ok=True)
     stem = case_id(program, cause)
     for attempt in itertools.count(1):
@@ -191,12 +212,8 @@ def write_case(folder: Path, program: Program, verdict: Verdict, *, seed: int, b
         path = folder / f"{name}.yaml"
         text = case_text(program, verdict, case_id_=name, seed=seed, budget=budget, number=number,
                          versions=versions, cause=cause, modes=modes, tried=tried)
-        try:
-            with open(path, "x", encoding="utf-8") as handle:  # created here, or left as it is
-                handle.write(text)
+        if _place(folder, path, text):
             break
-        except FileExistsError:
-            continue
     case = load_case(path)
     if json.dumps(case.raw["steps"], sort_keys=True) != json.dumps(list(program.steps), sort_keys=True):
         raise AssertionError(f"{path} does not read back as the program that was found")
