@@ -39,10 +39,10 @@ def _check_run(args: argparse.Namespace, paths: Sequence[str]) -> None:
 
     from conformance.outputs import check_outputs
 
-    from conformance.workers.faults import memory_limit
+    from conformance.workers.faults import check_memory_settings
 
     check_frameworks(args.framework or [], adapter_classes())
-    memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
+    check_memory_settings()  # CONFORMANCE_*_MEMORY, read now rather than by a worker or the reference
     environment_modes = [m.strip() for m in os.environ.get("CONFORMANCE_MODES", "").split(",") if m.strip()]
     check_modes(args.mode or environment_modes, adapter_classes())
     check_framework_modes(args.framework or [], args.mode or environment_modes, adapter_classes())

@@ -41,7 +41,7 @@ from conformance.session.state import (ABSENT, ACTIVE, ENGINE, KEPT, LOCK, PREVI
                                        listed, modes, prefetches, results_path, runs_cells, summary_path)
 from conformance.settings import (DEFAULT_BASELINES, DEFAULT_RESULTS, DEFAULT_SUMMARY, DEVICES, OptionError,
                                   check_framework_modes, modes_for)
-from conformance.workers.faults import memory_limit
+from conformance.workers.faults import check_memory_settings
 
 _RUN = pytest.StashKey["RunState"]()
 _CHOSEN = pytest.StashKey[str]()  # what -n auto chose, and why
@@ -118,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         check_framework_modes(listed(config, "framework", "CONFORMANCE_FRAMEWORKS") or [], modes(config),
                               adapter_classes())
         case_timeout(config)
-        memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
+        check_memory_settings()  # CONFORMANCE_*_MEMORY, read now rather than by a worker or the reference
         check_baselines(config)
         if is_controller(config):
             start_outputs(config)

@@ -258,6 +258,10 @@ print(json.dumps({{"status": int(status), "bytes": peak['now']}}))
     (["fuzz", "--budget", "1"], {"CONFORMANCE_WORKER_MEMORY": "abc"}, "CONFORMANCE_WORKER_MEMORY='abc': not a whole"),
     (["run", "cases", "--device", "cpu"], {"CONFORMANCE_WORKER_MEMORY": "1e999"},
      "CONFORMANCE_WORKER_MEMORY='1e999': not a whole number of bytes"),
+    (["fuzz", "--budget", "1"], {"CONFORMANCE_REFERENCE_MEMORY": "abc"},
+     "CONFORMANCE_REFERENCE_MEMORY='abc': not a whole number of bytes"),
+    (["run", "cases", "--device", "cpu"], {"CONFORMANCE_REFERENCE_MEMORY": "1e999"},
+     "CONFORMANCE_REFERENCE_MEMORY='1e999': not a whole number of bytes"),
     (["run", "cases", "--framework", "paconvert", "--mode", "compile"], {},
      "paconvert has no mode 'compile' (its modes: eager), so it would run no cell"),
     (["run", "cases", "--framework", "torch", "--mode", "to_static"], {},
@@ -320,3 +324,14 @@ def test_the_project_s_own_yaml_is_not_taken_for_cases(tmp_path: Path) -> None:
     assert [r["case"] for r in records_in(tmp_path / "r.jsonl")] == ["quick_one"]
     named = run_pytest(tmp_path, *args, "tests/data/config.yaml")
     assert named.returncode != 0 and "config.yaml" in named.stdout + named.stderr
+
+
+def test_a_reference_memory_of_0_means_no_limit_as_for_the_workers(tmp_path: Path) -> None:
+    """``CONFORMANCE_REFERENCE_MEMORY=0`` lifts the reference's limit, as ``CONFORMANCE_WORKER_MEMORY=0`` lifts
+    the workers': the cell is judged, never an error because the reference could not even start."""
+    write_case(tmp_path / "cases", QUICK, "quick_one")
+    run = run_cli(tmp_path, "run", "cases", "--framework", FRAMEWORK, "--no-baselines",
+                  env={"CONFORMANCE_REFERENCE_MEMORY": "0"}, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    outcomes = {r["outcome"] for r in records_in(tmp_path / "reports" / "results" / "latest.jsonl")}
+    assert outcomes == {"silent-correct"}, outcomes

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
 from conformance.outputs import OutputError, check_writable, write_file
 from conformance.settings import timeout_argument
-from conformance.workers.faults import memory_limit
+from conformance.workers.faults import check_memory_settings
 
 if TYPE_CHECKING:  # the command line imports this module; hypothesis (and NumPy) only when fuzzing
     from conformance.case.model import Case
@@ -392,7 +392,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
     try:
         modes = check_modes(args.mode, classes)
-        memory_limit()  # CONFORMANCE_WORKER_MEMORY, read now rather than by the first worker
+        check_memory_settings()  # CONFORMANCE_*_MEMORY, read now rather than by a worker or the reference
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -20,12 +20,18 @@ from typing import Any
 import numpy as np
 
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
+from conformance.settings import OptionError
 from conformance.workers.arrays import pack
+from conformance.workers.faults import reference_memory_limit
 
 __all__ = ["MEMORY_LIMIT_BYTES", "main"]
 
-#: Address space the reference may use: far above what any case needs, far below the machine.
-MEMORY_LIMIT_BYTES = int(os.environ.get("CONFORMANCE_REFERENCE_MEMORY", 4 << 30))
+#: Address space the reference may use (0: no limit); a value that is no number was refused before any
+#: work by :func:`conformance.workers.faults.check_memory_settings`, and is taken as the default here.
+try:
+    MEMORY_LIMIT_BYTES = reference_memory_limit()
+except OptionError:
+    MEMORY_LIMIT_BYTES = 4 << 30
 
 
 def _jsonable(value: np.ndarray | None) -> Any:
@@ -86,7 +92,7 @@ def keep_freed_memory() -> bool:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
-    size = min(MEMORY_LIMIT_BYTES, 1 << 30)  # a C int
+    size = min(MEMORY_LIMIT_BYTES or 1 << 30, 1 << 30)  # a C int
     return bool(mallopt(_M_MMAP_THRESHOLD, size) & mallopt(_M_TRIM_THRESHOLD, size))
 
 
@@ -98,7 +104,8 @@ def main() -> int:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # stray prints never reach the protocol
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+        if MEMORY_LIMIT_BYTES:  # 0: no limit, as for the workers
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     except (ValueError, OSError):  # a platform without the limit: time still bounds it
         pass
     protocol.write(json.dumps({"service": "reference", "pid": os.getpid()}) + "\n")

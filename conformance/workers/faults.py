@@ -23,10 +23,14 @@ import re
 
 from conformance.settings import OptionError
 
-__all__ = ["MEMORY_ENV", "death_cause", "memory_limit", "out_of_memory", "over_limit", "resident_bytes"]
+__all__ = ["MEMORY_ENV", "REFERENCE_MEMORY_ENV", "check_memory_settings", "death_cause", "memory_limit",
+           "out_of_memory", "over_limit", "reference_memory_limit", "resident_bytes"]
 
 #: Bytes a worker may write (0: no limit); by default a share of the machine's memory.
 MEMORY_ENV = "CONFORMANCE_WORKER_MEMORY"
+#: Address space the NumPy reference may use (0: no limit): far above what any case needs, far below the machine.
+REFERENCE_MEMORY_ENV = "CONFORMANCE_REFERENCE_MEMORY"
+_REFERENCE_DEFAULT = 4 << 30
 #: The smallest default limit: a framework's import alone takes several hundred MB.
 _FLOOR = 2 << 30
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -41,17 +45,39 @@ _OUT_OF_MEMORY = re.compile(
 def memory_limit(processes: int | None = None) -> int:
     """The bytes one worker may hold: ``CONFORMANCE_WORKER_MEMORY``, else 35% of the machine's memory
     shared among the run's pytest-xdist processes (each runs a worker per framework), at least 2 GiB."""
-    raw = os.environ.get(MEMORY_ENV, "").strip()
-    if raw:
-        if not raw.isdigit():  # checked before any work (conformance run, fuzz, pytest --conformance)
-            raise OptionError(f"{MEMORY_ENV}={raw!r}: not a whole number of bytes (0 for no limit)")
-        return int(raw)
+    chosen = _bytes_setting(MEMORY_ENV)
+    if chosen is not None:
+        return chosen
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return 0
     processes = processes or int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     return max(_FLOOR, int(physical * 0.35) // max(1, processes))
+
+
+def reference_memory_limit() -> int:
+    """The bytes the reference process may address: ``CONFORMANCE_REFERENCE_MEMORY`` (0 for no limit, as
+    for the workers), else 4 GiB."""
+    chosen = _bytes_setting(REFERENCE_MEMORY_ENV)
+    return _REFERENCE_DEFAULT if chosen is None else chosen
+
+
+def check_memory_settings() -> None:
+    """Refuse, in one line and before any work, a memory variable that is no whole number of bytes: read
+    later, by a worker or the reference, it would make every cell an error with no usage line."""
+    memory_limit()
+    reference_memory_limit()
+
+
+def _bytes_setting(name: str) -> int | None:
+    """A whole number of bytes from the environment variable *name*, or None where it is unset or empty."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()):  # checked before any work (run, fuzz, pytest --conformance)
+        raise OptionError(f"{name}={raw!r}: not a whole number of bytes (0 for no limit)")
+    return int(raw)
 
 
 def resident_bytes(pid: int) -> int | None:
