@@ -435,6 +435,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if args.modes:
             if args.new is not None:
                 raise BadInput("--modes compares the eager and compiled columns of ONE results file")
+            if control is not None:
+                raise BadInput("--numpy-control controls nothing with --modes: its two sides are one results "
+                               "file, run under one NumPy")
             comparison = compare(*split_modes(side(args.old)))
         elif args.nearest:
             if args.new is not None:
@@ -442,11 +445,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
             from conformance.report.upgrades import nearest_side
 
             mine = side(args.old)
-            comparison = compare(nearest_side(mine, args.committed), mine, control)
+            comparison = compare(nearest_side(mine, args.committed), mine, control, named=True)
         elif args.new is None:
             raise BadInput("diff needs two files or versions (or one file with --modes or --nearest)")
         else:
-            comparison = compare(side(args.old), side(args.new), control)
+            comparison = compare(side(args.old), side(args.new), control, named=True)
         if args.markdown:
             check_writable(args.markdown)  # before printing, so a failed run prints only the error
     except (BadInput, OutputError) as exc:

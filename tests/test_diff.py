@@ -418,6 +418,27 @@ def test_a_control_column_tells_numpys_changes_from_the_frameworks(tmp_path: Pat
     assert re.search(r"^  b \[cpu\]  aliases -> copies .*\[the change is torch's\]$", out, re.M), out
 
 
+@pytest.mark.parametrize(("numpy", "says"), [
+    ("1.26.4", "the two sides ran under the same NumPy"),
+    ("2.4.6", "it would need torch 2.6.2 under NumPy 2.4.6 or 2.13.0 under NumPy 1.26.4"),
+])
+def test_a_control_that_controls_nothing_is_refused_not_ignored(tmp_path: Path, capsys, numpy: str,
+                                                                 says: str) -> None:
+    """A --numpy-control whose columns are neither side's version under the other side's NumPy (or given
+    where both sides ran one NumPy) attributes nothing: one line, exit 2, not a diff that looks controlled."""
+    old = _under("1.26.4", [record("a", "raises", **raised())])
+    new = _under(numpy, [record("a", "silent-correct", version="2.13.0")])
+    control = write(tmp_path / "control.jsonl", _under("1.26.4", [record("a", "raises", version="2.9.1",
+                                                                          **raised())]))
+    assert run_diff(tmp_path, old, new, "--numpy-control", str(control)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured
+    assert f"controls nothing in this comparison: {says}" in captured.err
+    assert "torch 2.9.1 cpu under NumPy 1.26.4" in captured.err
+    assert main(["diff", str(tmp_path / "old.jsonl"), "--modes", "--numpy-control", str(control)]) == 2
+    assert "--numpy-control controls nothing with --modes" in capsys.readouterr().err
+
+
 def test_versions_by_name_compare_their_committed_files(tmp_path: Path, capsys) -> None:
     committed = tmp_path / "results"
     committed.mkdir()

@@ -266,17 +266,22 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
 
-def compare(old: Side, new: Side, control: Side | None = None) -> Comparison:
+def compare(old: Side, new: Side, control: Side | None = None, named: bool = False) -> Comparison:
     """Every changed cell of the paired columns.  *control*: results of one side's framework version run
-    under the other side's NumPy, which tells a change NumPy made from one the framework made."""
+    under the other side's NumPy, which tells a change NumPy made from one the framework made; *named*: the
+    user named it for this comparison, so one that controls no pair is bad input (an upgrade chain offers
+    its controls to every step, and each applies to few)."""
     pairs, unpaired_old, unpaired_new = pair_columns(old, new)
     if not pairs:
         raise BadInput(f"no column of {old.path} ({_columns(old)}) matches a column of {new.path} "
                        f"({_columns(new)}) by device")
     result = Comparison(old, new, pairs, unpaired_old, unpaired_new)
+    causes = {pair: _numpy_cause(result, pair, control) for pair in pairs}
+    if named and control is not None and not any(causes.values()):
+        raise BadInput(_controls_nothing(control, result, pairs))
     for pair in pairs:
         before, after = old.columns[pair[0]], new.columns[pair[1]]
-        cause = _numpy_cause(result, pair, control)
+        cause = causes[pair]
         for case in sorted(set(before) | set(after)):
             if case not in after:
                 result.only_old.append((case, pair))
@@ -339,6 +344,20 @@ def _numpy_cause(result: Comparison, pair: tuple[Column, Column], control: Side 
         return "NumPy" if numpy_changes else b.framework if framework_changes else None
 
     return cause
+
+
+def _controls_nothing(control: Side, result: Comparison, pairs: list[tuple[Column, Column]]) -> str:
+    """Why a given control tells no change's cause: said, never silently ignored."""
+    wanted = []
+    for a, b in pairs:
+        numpy = (result.old.numpy.get(a), result.new.numpy.get(b))
+        if all(numpy) and numpy[0] != numpy[1]:
+            wanted.append(f"{a.framework} {a.version} under NumPy {_one(numpy[1])} or {b.version} under NumPy "
+                          f"{_one(numpy[0])}")
+    held = ", ".join(f"{c.label} under NumPy {_one(n)}" for c, n in sorted(control.numpy.items())) or "no column"
+    need = ("the two sides ran under the same NumPy" if not wanted
+            else f"it would need {'; or '.join(sorted(set(wanted)))}")
+    return f"--numpy-control {control.path} controls nothing in this comparison: {need}, and it holds {held}"
 
 
 def _control_column(control: Side, a: Column, b: Column,
