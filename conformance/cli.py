@@ -676,8 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("results", nargs="*",
                         help="results files [default: reports/results/*.jsonl except latest.jsonl, "
                              "else latest.jsonl]")
-    report.add_argument("--output", default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
-    report.add_argument("--plot", default="",
+    report.add_argument("--output", action=_InAFolderThatExists, default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
+    report.add_argument("--plot", default="", action=_InAFolderThatExists,
                         help="heatmap PNG, drawn when matplotlib is installed [the output's name with .png]")
     report.add_argument("--no-plot", dest="plot", action="store_const", const=None, help="draw no heatmap")
     report.add_argument("--one-page", action="store_true",
@@ -702,7 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the newest below, else the oldest above")
     diff.add_argument("--committed", default=str(Path(DEFAULT_RESULTS).parent), metavar="DIR",
                       help="where --nearest and versions by name look for committed results [%(default)s]")
-    diff.add_argument("--markdown", help="also write the changes as markdown tables to this file")
+    diff.add_argument("--markdown", action=_InAFolderThatExists, help="also write the changes as markdown tables to this file")
     diff.epilog = ("Exit status: 0 when no cell became wrong (for a spelling that existed before), crashed or "
                    "timed out; 1 when one did (the upgrade gate: the change is listed first); 2 for bad input "
                    "(one line).")
@@ -714,14 +714,14 @@ def build_parser() -> argparse.ArgumentParser:
     upgrades.add_argument("--controls", default="reports/controls", metavar="DIR",
                           help="results of a version run under another NumPy (tox -e torch23-numpy1): where a step's "
                                "two versions ran with different NumPy, they tell its changes apart [%(default)s]")
-    upgrades.add_argument("--output", default="reports/UPGRADES.md", help="markdown page [%(default)s]")
+    upgrades.add_argument("--output", action=_InAFolderThatExists, default="reports/UPGRADES.md", help="markdown page [%(default)s]")
     upgrades.set_defaults(func=cmd_upgrades)
 
     changes = sub.add_parser("mode-changes", help="every cell whose outcome depends on the mode, from results "
                                                   "files with their compiled columns, as one markdown page")
     changes.add_argument("results", nargs="+", help="results files: eager and compiled columns of the builds")
     _confirmations_argument(changes)
-    changes.add_argument("--output", default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
+    changes.add_argument("--output", action=_InAFolderThatExists, default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
     changes.set_defaults(func=cmd_mode_changes)
 
     remedies = sub.add_parser("remedies", help="check that every hazard names a safe spelling verified on every "
@@ -737,7 +737,7 @@ def build_parser() -> argparse.ArgumentParser:
     _confirmations_argument(porting)
     porting.add_argument("--report", default="reports/COMPATIBILITY.md",
                          help="the compatibility report whose topic pages the guide links to [%(default)s]")
-    porting.add_argument("--output", default="reports/PORTING.md", help="markdown page [%(default)s]")
+    porting.add_argument("--output", action=_InAFolderThatExists, default="reports/PORTING.md", help="markdown page [%(default)s]")
     porting.set_defaults(func=cmd_porting)
 
     site = sub.add_parser("site", help="the static site of the matrix: a page per case (the code of each framework, "
@@ -749,7 +749,7 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument("--cases", nargs="*", metavar="DIR", help="case folders [default: cases]")
     site.add_argument("--controls", default="reports/controls", metavar="DIR",
                       help="results of a version run under another NumPy, as for conformance upgrades [%(default)s]")
-    site.add_argument("--output", default="reports/site", metavar="DIR",
+    site.add_argument("--output", action=_InAFolderThatExists, default="reports/site", metavar="DIR",
                       help="the site's folder, written whole: open DIR/index.html [%(default)s]")
     site.set_defaults(func=cmd_site)
 
@@ -771,6 +771,18 @@ def _committed_results_argument(parser: argparse.ArgumentParser) -> None:
 def _confirmations_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confirmations", default="reports/confirmations.jsonl",
                         help="what tools/confirm_reproducers.py --record wrote [%(default)s]")
+
+
+class _InAFolderThatExists(argparse.Action):
+    """An output the user names lies in a folder that exists: a typo in its path is refused in one line, never
+    made into folders (a default's folder, reports/, is created)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        folder = Path(values).parent
+        if not folder.is_dir():
+            raise argparse.ArgumentError(self, f"no such folder: {printable(str(folder))} (create it first)")
+        setattr(namespace, self.dest, values)
 
 
 class _Parser(argparse.ArgumentParser):

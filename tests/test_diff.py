@@ -226,9 +226,16 @@ def test_unwritable_markdown_is_a_one_line_error(tmp_path: Path, capsys, where: 
         target = read_only_directory(tmp_path) / "diff.md"
     else:
         target = {"uncreatable": tmp_path / "a_file" / "sub" / "diff.md", "directory": tmp_path}[where]
-    assert run_diff(tmp_path, [record("a", "raises")], [record("a", "copies")], "--markdown", str(target)) == 2
-    captured = capsys.readouterr()
-    assert captured.err.startswith(f"error: cannot write {target}: ") and captured.err.count("\n") == 1
+    if where == "uncreatable":  # a folder that is not there: refused as the option is read
+        with pytest.raises(SystemExit) as stopped:
+            run_diff(tmp_path, [record("a", "raises")], [record("a", "copies")], "--markdown", str(target))
+        assert stopped.value.code == 2
+        captured = capsys.readouterr()
+        assert f"no such folder: {target.parent}" in captured.err and captured.err.count("\n") == 1
+    else:
+        assert run_diff(tmp_path, [record("a", "raises")], [record("a", "copies")], "--markdown", str(target)) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"error: cannot write {target}: ") and captured.err.count("\n") == 1
     assert captured.out == ""
 
 
@@ -263,6 +270,7 @@ def test_porting_view_torch_vs_paddle(tmp_path: Path, capsys) -> None:
         record("iadd", "skipped", framework="paddle", version="3.3.1", device="gpu", reason="CPU build"),
         record("rnn", "skipped", framework="paddle", version="3.3.1", device="gpu", reason="CPU build")])
     markdown = tmp_path / "out" / "diff.md"
+    markdown.parent.mkdir()
     assert main(["diff", str(torch), str(paddle), "--markdown", str(markdown)]) == 1
     out = capsys.readouterr().out
     assert "  torch 2.13.0 cpu  ->  paddle 3.3.1 cpu  (porting view)" in out

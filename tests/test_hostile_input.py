@@ -335,3 +335,21 @@ def test_a_reference_memory_of_0_means_no_limit_as_for_the_workers(tmp_path: Pat
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     outcomes = {r["outcome"] for r in records_in(tmp_path / "reports" / "results" / "latest.jsonl")}
     assert outcomes == {"silent-correct"}, outcomes
+
+
+@pytest.mark.parametrize("args", [
+    ["porting", "--output", "{missing}/PORTING.md"],
+    ["report", "--output", "{missing}/COMPATIBILITY.md"],
+    ["upgrades", "--output", "{missing}/UPGRADES.md"],
+    ["mode-changes", "results.jsonl", "--output", "{missing}/MODE-CHANGES.md"],
+    ["diff", "a.jsonl", "b.jsonl", "--markdown", "{missing}/diff.md"],
+    ["site", "--output", "{missing}/site"],
+])
+def test_an_output_in_a_folder_that_is_not_there_is_refused_not_created(tmp_path: Path, args: list[str]) -> None:
+    """A typo in an output's folder (``--output /no/such/dir/x.md``) is one line and exit 2, and no folder is
+    made: a page written under a tree the user never asked for is lost to them."""
+    missing = tmp_path / "no" / "such" / "dir"
+    run = run_cli(tmp_path, *[a.format(missing=missing) for a in args], timeout=120)
+    assert run.returncode == 2, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stderr.strip().count("\n") == 0 and f"no such folder: {missing}" in run.stderr, run.stderr
+    assert not (tmp_path / "no").exists()

@@ -210,6 +210,7 @@ def test_cli_report_merges_files_and_notes_missing_matplotlib(tmp_path: Path, mo
     old = write(tmp_path / "torch-2.6.jsonl", [record("a", "torch", "2.6.2", "silent-wrong")])
     new = write(tmp_path / "torch-3.0.jsonl", [record("a", "torch", "3.0.0", "raises", **RAISE)])
     output = tmp_path / "out" / "COMPAT.md"
+    output.parent.mkdir()
     assert main(["report", str(old), str(new), "--output", str(output), "--plot", str(tmp_path / "p.png")]) == 0
     report = output.read_text(encoding="utf-8")
     assert "silent-wrong in 2.6.2, raises since 3.0.0" in (tmp_path / "out" / "compat" / "grad.md").read_text()
@@ -232,6 +233,7 @@ def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
 def test_cli_report_draws_heatmap(tmp_path: Path) -> None:
     results = write(tmp_path / "r.jsonl", history())
     output, plot = tmp_path / "docs" / "R.md", tmp_path / "img" / "heat.png"
+    output.parent.mkdir(), plot.parent.mkdir()
     assert main(["report", str(results), "--output", str(output), "--plot", str(plot)]) == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ("![per topic and eager column: cases wrong and cases that raise](../img/heat.png)"
@@ -362,6 +364,7 @@ def test_cli_report_rejects_a_torn_last_line(tmp_path: Path, capsys) -> None:
 def test_cli_report_unwritable_paths_are_one_line_errors(tmp_path: Path, capsys, where: str, option: str) -> None:
     results = write(tmp_path / "r.jsonl", [record("a", "torch", "1.0", "raises")])
     (tmp_path / "a_file").write_text("")
+    (tmp_path / "ok").mkdir()
     target = {"read-only": lambda: read_only_directory(tmp_path) / "R.md",
               "uncreatable": lambda: tmp_path / "a_file" / "deeper" / "R.md",
               "directory": lambda: tmp_path}[where]()
@@ -369,9 +372,16 @@ def test_cli_report_unwritable_paths_are_one_line_errors(tmp_path: Path, capsys,
     if option == "--plot":
         paths = {"--output": tmp_path / "ok" / "R.md", "--plot": target}
     argv = ["report", str(results), "--output", str(paths["--output"]), "--plot", str(paths["--plot"])]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: cannot write {target}: ") and err.count("\n") == 1
+    if where == "uncreatable":  # a folder that is not there: refused as the option is read, never created
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {option}: no such folder: {target.parent}" in err and err.count("\n") == 1
+    else:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: cannot write {target}: ") and err.count("\n") == 1
     assert not (tmp_path / "ok" / "R.md").exists() and not (tmp_path / "ok" / "heat.png").exists()
 
 
@@ -405,6 +415,7 @@ def test_a_topic_page_s_name_is_a_plain_file_name_whatever_the_folder_is_called(
 def test_a_report_removes_the_pages_of_topics_gone_and_nothing_else(tmp_path: Path) -> None:
     both = write(tmp_path / "both.jsonl", history())
     output = tmp_path / "out" / "R.md"
+    output.parent.mkdir()
     assert main(["report", str(both), "--output", str(output), "--no-plot"]) == 0
     folder = tmp_path / "out" / "r"
     assert sorted(p.name for p in folder.iterdir()) == ["grad.md", "memory.md"]
