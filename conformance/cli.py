@@ -303,6 +303,7 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     from conformance.engine import Engine
     from conformance.judge.classify import Unjudged
     from conformance.records.record import Record
+    from conformance.records.selfcheck import self_checking
     from conformance.records.verdict import annotate, verdict
 
     engine = Engine(timeout=args.timeout)
@@ -315,11 +316,12 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     # Where the judge used a framework's documented copies (a storage model of its own), its values are
     # the ones beside the prints.
     expected.update({str(o["name"]): o["reference"] for o in record.observations if "reference" in o})
-    print(annotate(reply["source"], expected), end="")
+    text = annotate(reply["source"], expected)
     if reply.get("unsupported"):
-        print(printable(f"# unsupported from here on: {reply['unsupported']}"))
+        text += printable(f"# unsupported from here on: {reply['unsupported']}") + "\n"
     lines, wrong = verdict(record, expected)
-    print(printable("\n".join(lines)))
+    text += printable("\n".join(lines)) + "\n"
+    print(self_checking(text, record), end="")  # python repro.py exits 1 where the framework is wrong
     if wrong or record.outcome in ("crash", "timeout"):  # the cells a user must read (run's findings)
         return 1
     return SHOW_HARNESS_ERROR if record.outcome in ("error", "skipped") else 0

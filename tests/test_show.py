@@ -47,29 +47,65 @@ def _show(case: str, framework: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_a_wrong_cell_says_what_was_expected_and_what_came_and_exits_1(framework: str) -> None:
+def test_a_wrong_cell_says_what_was_expected_and_what_came_and_exits_1(framework: str, tmp_path) -> None:
     record = _cell(framework, "silent-wrong")
     shown = _show(record.case, framework)
     assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr
-    verdict = shown.stdout.rstrip().splitlines()[-1]
+    verdict = _verdict_line(shown.stdout)
     assert verdict.startswith("# verdict: expected ") and verdict.endswith(": wrong"), verdict
     first = record.wrong_observations[0]
     assert f"expected {first['name']} = {format_value(first['reference'])}" in verdict
     assert f"got {format_value(first['value'])}" in verdict
-    # all it adds is comments: the output is still the program, and it runs
-    compile(shown.stdout, "reproducer.py", "exec")
+    # the output is still the program, and, run as it is in a fresh interpreter, it fails by itself
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 1 and "self-check: wrong: " in ran.stderr, ran.stdout[-2000:] + ran.stderr[-2000:]
+    named = ran.stderr.split("self-check: wrong: ")[1].splitlines()[0].split(", ")
+    assert set(named) == {str(o["name"]) for o in record.wrong_observations}, (named, record.wrong_observations)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_a_right_cell_says_so_and_exits_0(framework: str) -> None:
+def test_a_right_cell_says_so_and_exits_0(framework: str, tmp_path) -> None:
     record = _cell(framework, "silent-correct")
     shown = _show(record.case, framework)
     assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
-    lines = shown.stdout.rstrip().splitlines()
-    assert lines[-1] == "# verdict: silent-correct: every observation as expected", lines[-1]
+    verdict = _verdict_line(shown.stdout)
+    assert verdict == "# verdict: silent-correct: every observation as expected", verdict
     for observation in record.observations:
         if "reference" in observation:  # the reference's value beside the print of each observation it gives
             assert f"# expected: {format_value(observation['reference'])}" in shown.stdout, observation["name"]
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert ran.stdout.rstrip().endswith("self-check: every judged value is as the reference gives it")
+
+
+def test_a_reproducer_checks_a_weight_in_the_layout_its_framework_prints_it(tmp_path) -> None:
+    """paddle stores a Linear weight as in x out: the value beside its print, and the one its self-check
+    compares, are in that layout, so a right cell's reproducer passes and its comment reads as printed."""
+    right = [r for r in _committed("paddle") if r.outcome == "silent-correct" and r.mode == EAGER
+             and any(str(o.get("name", "")).endswith(".weight)") and "ok" in o for o in r.observations)]
+    if not right:
+        pytest.skip("paddle is not installed, or its committed column has no right cell with a Linear weight")
+    record = min(right, key=lambda r: (r.case.startswith("found_"), len(r.observations), r.case))
+    shown = _show(record.case, "paddle")
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    weight = next(o for o in record.observations if str(o.get("name", "")).endswith(".weight)") and "ok" in o)
+    import numpy as np
+
+    laid_out = format_value(np.asarray(weight["reference"]).T.tolist())
+    assert f"# stored transposed (in x out) in this framework  # expected: {laid_out}" in shown.stdout
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 0 and "self-check: every judged value" in ran.stdout, ran.stderr[-2000:]
+
+
+def _verdict_line(shown: str) -> str:
+    return [line for line in shown.splitlines() if line.startswith("# verdict: ")][-1]
+
+
+def _run_reproducer(source: str, folder) -> subprocess.CompletedProcess:
+    """The reproducer saved and run as a user would: ``python repro.py`` in a folder of its own."""
+    path = folder / "repro.py"
+    path.write_text(source, encoding="utf-8")
+    return subprocess.run([sys.executable, str(path)], cwd=folder, capture_output=True, text=True, timeout=600)
 
 
 def test_a_refused_program_says_what_a_framework_that_computes_gives() -> None:

@@ -24,7 +24,10 @@ from typing import Any, Iterator, Mapping, Sequence
 from conformance.case.model import Step
 from conformance.program.literals import comment, literal
 
-__all__ = ["EAGER", "ENCODING_LINE", "Program", "Registry", "Writer"]
+#: Beside the print of a value the framework stores in its own layout (paddle's Linear weight).
+TRANSPOSED_NOTE = "# stored transposed (in x out) in this framework"
+
+__all__ = ["EAGER", "ENCODING_LINE", "Program", "Registry", "TRANSPOSED_NOTE", "Writer"]
 
 #: An adapter (``conformance/adapter.py``): the layer above this one, whose spellings the writer calls.
 Adapter = Any
@@ -302,8 +305,7 @@ class Writer:
             self.emit_harness(f"print({key}, _address({getter}[0]) == _address({getter}[1]))")
         elif reads == "array":
             self.define_values()
-            self.emit_harness(f"print({key}, _values({getter}))" + ("  # stored transposed (in x out) in this framework"
-                                                            if transposed else ""))
+            self.emit_harness(f"print({key}, _values({getter}))" + (f"  {TRANSPOSED_NOTE}" if transposed else ""))
         else:
             self.emit_harness(f"print({key}, {getter})")
 

@@ -3,8 +3,9 @@
 A framework developer pastes the output of ``conformance show`` into an upstream issue as it is, so it
 must say what is right, not only what the framework printed: each print of an observation gets the
 reference's value beside it, and the output ends with one verdict line from the judged cell
-("expected grad(x) = [2, 4], got [6, 12]: wrong").  Everything added is a comment, so the output stays
-a program that runs.  The values are the judge's (the record's), never recomputed here.
+("expected grad(x) = [2, 4], got [6, 12]: wrong").  Everything added here is a comment, so the output
+stays a program that runs (:mod:`conformance.records.selfcheck` then makes it check itself).  The values
+are the judge's (the record's), never recomputed here.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import ast
 from typing import Any, Mapping
 
+import numpy as np
+
+from conformance.program.writer import TRANSPOSED_NOTE
 from conformance.records.explain import explain
 from conformance.records.record import Record
 from conformance.records.values import VALUE_LIMIT, format_value
 
-__all__ = ["annotate", "verdict"]
+__all__ = ["annotate", "printed_name", "verdict"]
 
-def _printed_name(line: str) -> str | None:
+def printed_name(line: str) -> str | None:
     """The observation a reproducer's ``print('grad(x)', ...)`` line prints (a loop's ``f'h[{i}]'`` gives
     ``h[``), else None."""
     try:
@@ -41,14 +45,17 @@ def annotate(source: str, expected: Mapping[str, Any]) -> str:
     """*source* with ``# expected: VALUE`` beside each print of an observation the reference gives."""
     lines = []
     for line in source.splitlines():
-        name = _printed_name(line) if "print(" in line else None
+        name = printed_name(line) if "print(" in line else None
         if name is not None and name.endswith("["):  # one print in a loop: every iteration's value
             values = [f"{key[len(name) - 1:]} {format_value(v, 60)}" for key, v in expected.items()
                       if key.startswith(name)]
             if values:
                 line += "  # expected: " + "; ".join(values)[:VALUE_LIMIT * 2]
         elif name is not None and name in expected:
-            line += f"  # expected: {format_value(expected[name])}"
+            value = expected[name]
+            if TRANSPOSED_NOTE in line and value is not None:  # the framework's own layout (in x out)
+                value = np.asarray(value, dtype=np.float64).T.tolist()
+            line += f"  # expected: {format_value(value)}"
         lines.append(line)
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
 
