@@ -304,7 +304,7 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     from conformance.judge.classify import Unjudged
     from conformance.records.record import Record
     from conformance.records.selfcheck import self_checking
-    from conformance.records.verdict import annotate, verdict
+    from conformance.records.verdict import annotate, differs_from_memory_model, memory_model, verdict
 
     engine = Engine(timeout=args.timeout)
     try:
@@ -316,7 +316,8 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     # Where the judge used a framework's documented copies (a storage model of its own), its values are
     # the ones beside the prints.
     expected.update({str(o["name"]): o["reference"] for o in record.observations if "reference" in o})
-    text = annotate(reply["source"], expected)
+    follows_memory = {name: memory_model(record) for name in differs_from_memory_model(record)}
+    text = annotate(reply["source"], expected, follows_memory)
     if reply.get("unsupported"):
         text += printable(f"# unsupported from here on: {reply['unsupported']}") + "\n"
     lines, wrong = verdict(record, expected)

@@ -194,3 +194,20 @@ def test_a_device_the_machine_lacks_is_no_verdict_of_the_framework() -> None:
     shown = _show_args("rnn_hidden_reuse", "--framework", framework, "--device", "gpu")
     assert shown.returncode == 3, shown.stdout[-800:] + shown.stderr
     assert "# verdict: skipped" in shown.stdout
+
+
+def test_a_memory_cell_s_values_read_as_the_copy_they_follow_not_as_expected() -> None:
+    """In a copies cell the values that differ from the reference's shared memory are the evidence of the
+    copy: they are labelled as what shared memory would give, and the verdict does not call them expected."""
+    copied = [r for framework in FRAMEWORKS for r in _committed(framework) if r.outcome == "copies"
+              and r.mode == EAGER and any(o.get("matches_reference") is False for o in r.observations)]
+    if not copied:
+        pytest.skip("no installed framework's committed column has a copies cell whose values follow the copy")
+    record = min(copied, key=lambda r: (r.case.startswith("found_"), len(r.observations), r.case))
+    shown = _show(record.case, record.framework)
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    differing = next(o for o in record.observations if o.get("matches_reference") is False)
+    assert f"# shared memory would give: {format_value(differing['reference'])}" in shown.stdout
+    verdict = _verdict_line(shown.stdout)
+    assert verdict.startswith("# verdict: copies: ") and "expected" not in verdict, verdict
+    assert f"{differing['name']}" in verdict and verdict.endswith("the values follow the copy"), verdict

@@ -20,7 +20,7 @@ from conformance.records.explain import explain
 from conformance.records.record import Record
 from conformance.records.values import VALUE_LIMIT, format_value
 
-__all__ = ["annotate", "printed_name", "verdict"]
+__all__ = ["annotate", "differs_from_memory_model", "memory_model", "printed_name", "verdict"]
 
 def printed_name(line: str) -> str | None:
     """The observation a reproducer's ``print('grad(x)', ...)`` line prints (a loop's ``f'h[{i}]'`` gives
@@ -41,8 +41,24 @@ def printed_name(line: str) -> str | None:
     return None
 
 
-def annotate(source: str, expected: Mapping[str, Any]) -> str:
-    """*source* with ``# expected: VALUE`` beside each print of an observation the reference gives."""
+def memory_model(record: Record) -> str:
+    """What the reference assumed of memory in an aliases or copies cell, whose values differ from it: the
+    values follow the framework's copy (or sharing) and are evidence of it, not what was expected."""
+    return {"copies": "shared memory would give", "aliases": "a copy would give"}.get(
+        record.outcome, "the reference's memory model gives")
+
+
+def differs_from_memory_model(record: Record) -> list[str]:
+    """The observations of a memory cell whose values differ from the reference's memory model."""
+    if record.outcome not in ("aliases", "copies"):
+        return []
+    return [str(o.get("name")) for o in record.observations if o.get("matches_reference") is False]
+
+
+def annotate(source: str, expected: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> str:
+    """*source* with ``# expected: VALUE`` beside each print of an observation the reference gives
+    (*labels*: another word than "expected" for some, as ``memory_model`` says)."""
+    labels = labels or {}
     lines = []
     for line in source.splitlines():
         name = printed_name(line) if "print(" in line else None
@@ -55,7 +71,7 @@ def annotate(source: str, expected: Mapping[str, Any]) -> str:
             value = expected[name]
             if TRANSPOSED_NOTE in line and value is not None:  # the framework's own layout (in x out)
                 value = np.asarray(value, dtype=np.float64).T.tolist()
-            line += f"  # expected: {format_value(value)}"
+            line += f"  # {labels.get(name, 'expected')}: {format_value(value)}"
         lines.append(line)
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
 
@@ -66,12 +82,14 @@ def verdict(record: Record, expected: Mapping[str, Any]) -> tuple[list[str], boo
     observation, for a cell that stopped before its end (what a framework that computes would give)."""
     where = f"{record.framework} {record.framework_version} ({record.device}, {record.mode})"
     lines = [f"# ran on {where}:"]
+    follows_memory = differs_from_memory_model(record)
     for observation in record.observations:
         if "value" not in observation:
             continue
         mark = "" if observation.get("ok") is not False else "   <- wrong"
+        label = memory_model(record) if str(observation.get("name")) in follows_memory else "expected"
         lines.append(f"#   {observation.get('name')} = {format_value(observation.get('value'))}"
-                     + (f"   expected {format_value(observation['reference'])}" if "reference" in observation
+                     + (f"   {label} {format_value(observation['reference'])}" if "reference" in observation
                         else "") + mark)
     wrong = record.wrong_observations
     if record.wrong:
@@ -91,8 +109,10 @@ def verdict(record: Record, expected: Mapping[str, Any]) -> tuple[list[str], boo
         lines.append(f"# verdict: {record.outcome}: {explain(record, 'brief')}")
         return lines, False
     judged = [o for o in record.observations if "reference" in o]
-    lines.append(f"# verdict: {record.outcome_label}: " + (
-        "every observation as expected" if judged else "nothing to compare") + (
+    held = (f"{', '.join(follows_memory[:3])} not what {memory_model(record)}: the values follow the "
+            f"{'copy' if record.outcome == 'copies' else 'shared memory'}"
+            if follows_memory else "every observation as expected" if judged else "nothing to compare")
+    lines.append(f"# verdict: {record.outcome_label}: " + held + (
         f" ({explain(record, 'brief')})" if record.outcome in ("aliases", "copies") and explain(record, 'brief')
         else ""))
     return lines, False
