@@ -679,7 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("results", nargs="*",
                         help="results files [default: reports/results/*.jsonl except latest.jsonl, "
                              "else latest.jsonl]")
-    report.add_argument("--output", action=_InAFolderThatExists, default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
+    report.add_argument("--output", action=_InAFolderThatExists,
+                        default="reports/COMPATIBILITY.md", help="markdown report [%(default)s]")
     report.add_argument("--plot", default="", action=_InAFolderThatExists,
                         help="heatmap PNG, drawn when matplotlib is installed [the output's name with .png]")
     report.add_argument("--no-plot", dest="plot", action="store_const", const=None, help="draw no heatmap")
@@ -705,7 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "the newest below, else the oldest above")
     diff.add_argument("--committed", default=str(Path(DEFAULT_RESULTS).parent), metavar="DIR",
                       help="where --nearest and versions by name look for committed results [%(default)s]")
-    diff.add_argument("--markdown", action=_InAFolderThatExists, help="also write the changes as markdown tables to this file")
+    diff.add_argument("--markdown", action=_InAFolderThatExists,
+                      help="also write the changes as markdown tables to this file")
     diff.epilog = ("Exit status: 0 when no cell became wrong (for a spelling that existed before), crashed or "
                    "timed out; 1 when one did (the upgrade gate: the change is listed first); 2 for bad input "
                    "(one line).")
@@ -717,14 +719,16 @@ def build_parser() -> argparse.ArgumentParser:
     upgrades.add_argument("--controls", default="reports/controls", metavar="DIR",
                           help="results of a version run under another NumPy (tox -e torch23-numpy1): where a step's "
                                "two versions ran with different NumPy, they tell its changes apart [%(default)s]")
-    upgrades.add_argument("--output", action=_InAFolderThatExists, default="reports/UPGRADES.md", help="markdown page [%(default)s]")
+    upgrades.add_argument("--output", action=_InAFolderThatExists,
+                          default="reports/UPGRADES.md", help="markdown page [%(default)s]")
     upgrades.set_defaults(func=cmd_upgrades)
 
     changes = sub.add_parser("mode-changes", help="every cell whose outcome depends on the mode, from results "
                                                   "files with their compiled columns, as one markdown page")
     changes.add_argument("results", nargs="+", help="results files: eager and compiled columns of the builds")
     _confirmations_argument(changes)
-    changes.add_argument("--output", action=_InAFolderThatExists, default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
+    changes.add_argument("--output", action=_InAFolderThatExists,
+                         default="reports/MODE-CHANGES.md", help="markdown page [%(default)s]")
     changes.set_defaults(func=cmd_mode_changes)
 
     remedies = sub.add_parser("remedies", help="check that every hazard names a safe spelling verified on every "
@@ -740,7 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
     _confirmations_argument(porting)
     porting.add_argument("--report", default="reports/COMPATIBILITY.md",
                          help="the compatibility report whose topic pages the guide links to [%(default)s]")
-    porting.add_argument("--output", action=_InAFolderThatExists, default="reports/PORTING.md", help="markdown page [%(default)s]")
+    porting.add_argument("--output", action=_InAFolderThatExists,
+                         default="reports/PORTING.md", help="markdown page [%(default)s]")
     porting.set_defaults(func=cmd_porting)
 
     site = sub.add_parser("site", help="the static site of the matrix: a page per case (the code of each framework, "

@@ -12,7 +12,6 @@ is expected in that layout.
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Iterable
 
 import numpy as np

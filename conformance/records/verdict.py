@@ -22,6 +22,7 @@ from conformance.records.values import VALUE_LIMIT, format_value
 
 __all__ = ["annotate", "differs_from_memory_model", "memory_model", "printed_name", "verdict"]
 
+
 def printed_name(line: str) -> str | None:
     """The observation a reproducer's ``print('grad(x)', ...)`` line prints (a loop's ``f'h[{i}]'`` gives
     ``h[``), else None."""
