@@ -189,6 +189,28 @@ def test_explain_says_what_raised_where_and_of_which_kind() -> None:
     assert explain(old, "brief") == "RuntimeError (backward): m"  # no kind recorded: none shown
 
 
+TORCH_AUTOGRAD = ("one of the variables needed for gradient computation has been modified by an inplace "
+                  "operation: [torch.FloatTensor [2, 3]], which is output 0 of Relu, is at version 1; expected "
+                  "version 0 instead. Hint: enable anomaly detection to find the operation that failed to compute "
+                  "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+@pytest.mark.parametrize(("message", "kept", "gone"), [
+    (TORCH_AUTOGRAD, "which is output 0 of Relu, is at version 1; expected version 0 instead. …", "Hint"),
+    ("no sentence end in " + "a long name " * 40 + "at the very end: the tensor", "… ", None),
+])
+def test_a_long_message_keeps_its_useful_part_in_brief(message: str, kept: str, gone: str | None) -> None:
+    """The brief form (a reproducer's verdict, a diff's message) keeps whole sentences, where torch names
+    the tensor and its versions, and drops the advice after them; a first sentence too long for it keeps
+    both ends (it was cut after 100 characters, at "[to…")."""
+    brief = explain(raw("iadd", exception={"type": "RuntimeError", "phase": "backward", "message": message}),
+                    "brief")
+    assert kept in brief and len(brief) <= len("RuntimeError (backward): ") + 240, brief
+    assert gone is None or gone not in brief
+    if gone is None:
+        assert brief.endswith("at the very end: the tensor") and brief.startswith("RuntimeError (backward): no")
+
+
 def test_explain_lists_wrong_observations_reason_message_and_signal() -> None:
     wrong = raw("rnn", "silent-wrong", max_error=7.8e-4, observations=[
         {"name": "grad(w)", "ok": False, "value": [1.0, 2.0], "reference": [1.0, 2.1], "max_rel_error": 7.8e-4},

@@ -31,6 +31,25 @@ def _shorten(value: str, limit: int) -> str:
     return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
 
 
+#: How long the brief form of an exception's message may be: torch's autograd message says which tensor
+#: and which version in its first sentence, some 200 characters.
+BRIEF_MESSAGE = 240
+
+
+def _whole_sentences(value: str, limit: int) -> str:
+    """*value* cut after its last whole sentence within *limit* (the advice that follows, such as torch's
+    "Hint: enable anomaly detection...", goes first); a first sentence longer than that keeps both its
+    ends, where a message names the tensor and the version (never cut at "[to…")."""
+    if len(value) <= limit:
+        return value
+    end = max((i + 1 for i, c in enumerate(value[:limit]) if c == "." and value[i + 1:i + 2] in (" ", "")),
+              default=0)
+    if end:
+        return value[:end] + " …"
+    head = value[: limit * 2 // 5].rstrip()
+    return f"{head} … {value[len(value) - (limit - len(head) - 3):].lstrip()}"
+
+
 def show_value(value: Any, limit: int = 200) -> str:
     """An observed or reference value for a terminal line: as recorded, or a summarised array by its shape,
     range and digest."""
@@ -71,7 +90,7 @@ def _distinct_warnings(record: Record, limit: int) -> list[tuple[str, str]]:
 def _brief(record: Record) -> str:
     exc = record.exception
     if exc:
-        return f"{raised_brief(exc.type, exc.phase, exc.kind)}: {_shorten(exc.first_line, 100)}"
+        return f"{raised_brief(exc.type, exc.phase, exc.kind)}: {_whole_sentences(exc.first_line, BRIEF_MESSAGE)}"
     if record.max_error is not None:
         return f"max relative error {record.max_error:.3g}"
     if record.outcome == "warns":
