@@ -215,10 +215,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"error: no case file (*.yaml, *.yml) under {', '.join(paths)}", file=sys.stderr)
         return 1
     cases, errors = load_cases(paths)
-    for error in errors:
+    unknown = _unknown_remedies(cases, paths)
+    for error in [*errors, *unknown]:
         print(f"error: {printable(error)}", file=sys.stderr)
-    print(f"{len(cases)} valid case(s), {len(errors)} invalid file(s)")
-    return 1 if errors else 0
+    invalid = {str(e.path) for e in errors} | {str(p.path) for p in unknown}
+    print(f"{len(cases) - len({str(p.path) for p in unknown})} valid case(s), {len(invalid)} invalid file(s)")
+    return 1 if invalid else 0
+
+
+def _unknown_remedies(cases: Sequence[Any], paths: Sequence[str]) -> list[Any]:
+    """The ``remedy:`` entries of *cases* that name no case: of those given, of the folder a case file given
+    alone lies in, or of ``cases/`` where there is one (a remedy is often in another file)."""
+    from conformance.case.load import load_cases
+    from conformance.report.remedies import check_remedies
+
+    known = {case.id: case for case in cases}
+    catalogues = {Path(p).parent for p in paths if Path(p).is_file()} | ({Path("cases")} if Path("cases").is_dir()
+                                                                         else set())
+    for folder in sorted(catalogues):
+        known.update({case.id: case for case in load_cases([folder])[0] if case.id not in known})
+    mine = {str(case.path) for case in cases}
+    return [p for p in check_remedies(list(known.values()), []).unknown if str(p.path) in mine]
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -129,6 +129,21 @@ def test_validate_on_a_folder_without_case_files_is_an_error(tmp_path: Path) -> 
     assert "no case file (*.yaml, *.yml) under empty" in run.stderr
 
 
+def test_validate_refuses_a_remedy_that_names_no_case_and_finds_one_in_another_file(tmp_path: Path) -> None:
+    """A ``remedy:`` naming no case is a broken link of the porting guide: validate says so, at its line,
+    and exits 1; a remedy in another file of the folder (or of cases/) is found when one file is given."""
+    hazard = write_case(tmp_path / "cases" / "topic", QUICK.replace("steps:", "remedy: [the_safe_one]\nsteps:"),
+                        "the_hazard")
+    run = run_cli(tmp_path, "validate", "cases")
+    assert run.returncode == 1
+    assert f"cases/topic/the_hazard.yaml:3: remedy 'the_safe_one' is not a case of this catalogue" in run.stderr
+    assert "0 valid case(s), 1 invalid file(s)" in run.stdout
+    write_case(tmp_path / "cases" / "other", QUICK, "the_safe_one")
+    for given in ("cases", str(hazard.relative_to(tmp_path))):
+        run = run_cli(tmp_path, "validate", given)
+        assert run.returncode == 0, run.stderr
+
+
 @needs_framework
 def test_resume_runs_only_the_missing_cells_and_keeps_the_finished_ones(tmp_path: Path) -> None:
     for name in ("first", "second", "third"):
