@@ -560,6 +560,10 @@ def cmd_remedies(args: argparse.Namespace) -> int:
     print(f"{len(written)} hand-written hazard(s): {len(checked.remedied)} with a remedy verified on every column "
           f"where they ran, {sum(1 for h in written if h.case.no_remedy)} with none (the reason given); "
           f"{len(checked.problems)} problem(s)")
+    if checked.unrun:  # never left out in silence: a case that did not run is neither safe nor a hazard
+        shown = ", ".join(checked.unrun[:8]) + (", ..." if len(checked.unrun) > 8 else "")
+        print(printable(f"not checked: {len(checked.unrun)} case(s) with no eager result in these files, so "
+                        f"neither hazard nor remedy is known ({shown})"))
     return 1 if checked.problems or errors else 0
 
 

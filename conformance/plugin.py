@@ -354,7 +354,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if records or state.interrupted or absent:
             write_summary(records, summary_path(config), state, config)
         if config.getoption("conformance_update_baselines") and records:
-            Baselines(baseline_folder(config)[0]).update(records)
+            store = Baselines(baseline_folder(config)[0])
+            written = store.changes(records)  # said, file by file: what the option rewrote
+            store.update(records)
+            state.notes += [(line, {"yellow": "unchanged" not in line}) for line in written]
         if records:  # an interrupted run too: the programs of the cells it ran are kept with their records
             state.notes += keep_programs(config, records)
         if config.getoption("conformance_prune_baselines"):

@@ -42,6 +42,28 @@ def test_a_baseline_named_by_the_variable_fails_the_cli_as_it_fails_pytest(tmp_p
 
 
 @needs_framework
+def test_updating_baselines_says_what_it_wrote_and_the_hint_names_each_front_s_option(tmp_path: Path) -> None:
+    """--update-baselines says, file by file, what it added or changed (or that nothing changed); a cell
+    missing from a baseline is hinted with the option as the command and as pytest spell it."""
+    write_case(tmp_path / "cases", QUICK, "first")
+    run = run_cli(tmp_path, "run", *ONE_CELL, "--update-baselines", "--baselines", "base")
+    assert run.returncode == 0, run.stdout + run.stderr
+    [baseline] = (tmp_path / "base").glob(f"{FRAMEWORK}-*-cpu.json")
+    assert f"baseline {baseline}: 1 new" in run.stdout, run.stdout[-3000:]
+    again = run_cli(tmp_path, "run", *ONE_CELL, "--update-baselines", "--baselines", "base")
+    assert f"baseline {baseline}: unchanged (1 cell(s) as recorded)" in again.stdout
+    data = json.loads(baseline.read_text())
+    data["cells"]["first"] = {"outcome": "raises"}
+    baseline.write_text(json.dumps(data))
+    changed = run_cli(tmp_path, "run", *ONE_CELL, "--update-baselines", "--baselines", "base")
+    assert f"baseline {baseline}: 1 changed (first: raises -> silent-correct)" in changed.stdout
+    write_case(tmp_path / "cases", QUICK, "second")
+    hinted = run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL, "--conformance-baselines", "base")
+    assert hinted.returncode == 1 and "Run with --update-baselines (under pytest: --conformance-update-baselines)" \
+        in hinted.stdout, hinted.stdout[-3000:]
+
+
+@needs_framework
 def test_a_folder_with_any_name_runs_and_only_this_run_is_written(tmp_path: Path) -> None:
     folder = tmp_path / "my stuff"
     write_case(folder, QUICK, "first")

@@ -192,6 +192,9 @@ def test_cli_remedies_exit_status_and_lines(catalogue, tmp_path: Path, capsys) -
     out = capsys.readouterr().out
     assert f"{tmp_path / 'cases' / 'leaf' / 'hazard.yaml'}:1: a hazard (raises on" in out
     assert "1 hand-written hazard(s): 0 with a remedy verified" in out
+    # the catalogue's other case ran nowhere in these files: said, never left out in silence
+    assert "not checked: 2 case(s) with no eager result in these files, so neither hazard nor remedy is known " \
+        "(fix, other_fix)" in out
     assert main(["remedies", str(tmp_path / "missing.jsonl")]) == 2
 
 

@@ -47,12 +47,16 @@ def entries_match(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return dict(old) == dict(new)
 
 
+#: The option that records baselines, as each front spells it (``conformance run``, ``pytest --conformance``).
+UPDATE_OPTION = "--update-baselines (under pytest: --conformance-update-baselines)"
+
+
 class BaselineError(Exception):
     """A baseline file that cannot be read as one: which file, and what is wrong with it."""
 
     def __init__(self, path: Path, problem: str) -> None:
         super().__init__(f"baseline file {path} cannot be read: {problem}; mend it, or rerun with "
-                         f"--update-baselines, which rewrites it and keeps its bytes beside it")
+                         f"{UPDATE_OPTION}, which rewrites it and keeps its bytes beside it")
         self.path, self.problem = path, problem
 
 
@@ -128,7 +132,7 @@ class Baselines:
         new = summarize(record)
         if old is None:
             return (f"{record.case}: not in baseline {path}; new outcome {new['outcome']}. "
-                    "Run with --update-baselines to record it.")
+                    f"Run with {UPDATE_OPTION} to record it.")
         if not entries_match(old, new):
             return (f"{record.case} on {record.column.where} changed against baseline {path}:\n"
                     f"  old: {json.dumps(old, sort_keys=True)}\n  new: {json.dumps(new, sort_keys=True)}\n"
@@ -149,6 +153,30 @@ class Baselines:
         """Read every baseline file in the folder: :class:`BaselineError` for the first that is not one."""
         for path in sorted(self.directory.glob("*.json")):
             _load_json(path, foreign_ok=True)
+
+    def changes(self, records: Iterable[Record | Mapping[str, Any]]) -> list[str]:
+        """What :meth:`update` would write, one line per baseline file: how many entries it adds and which
+        it changes (old -> new outcome), or that the file already holds every cell."""
+        columns: dict[Column, dict[str, Any]] = {}
+        for (case, column), record in latest_by_cell(records).items():
+            columns.setdefault(column, {})[case] = summarize(record)
+        lines = []
+        for column, cells in sorted(columns.items()):
+            try:
+                old = dict((self.load(column) or {}).get("cells", {}))
+            except BaselineError:
+                old = {}
+            added = sorted(set(cells) - set(old))
+            changed = sorted(c for c in cells if c in old and not entries_match(old[c], cells[c]))
+            path = self.file(column)
+            if not added and not changed:
+                lines.append(f"baseline {path}: unchanged ({len(cells)} cell(s) as recorded)")
+                continue
+            said = [f"{len(added)} new" if added else "", f"{len(changed)} changed" if changed else ""]
+            shown = ", ".join(f"{c}: {old[c].get('outcome')} -> {cells[c].get('outcome')}" for c in changed[:5])
+            lines.append(f"baseline {path}: {', '.join(filter(None, said))}"
+                         + (f" ({shown}{', ...' if len(changed) > 5 else ''})" if changed else ""))
+        return lines
 
     def update(self, records: Iterable[Record | Mapping[str, Any]]) -> list[Path]:
         """Record the outcome of every cell in *records*, keeping the entries of cases that did not run.

@@ -88,6 +88,8 @@ class Remedies:
     #: Of the problems, the remedies that name no case of the catalogue (a typo, or a file that did not load):
     #: nothing can be said of them, so the porting guide is not written over them.
     unknown: list[Problem] = field(default_factory=list)
+    #: Hand-written cases with no eager result in the files: neither hazard nor remedy can be checked.
+    unrun: list[str] = field(default_factory=list)
 
     @property
     def remedied(self) -> list[Hazard]:
@@ -141,7 +143,8 @@ def check_remedies(cases: Sequence[Case], records: Iterable[Record]) -> Remedies
         if case.remedy and hazard.unverified:
             problem(case, ("remedy",), "no remedy is verified on " + ", ".join(c.label for c in hazard.unverified)
                     + ", where the hazard ran")
-    return Remedies(hazards, problems, unknown)
+    unrun = sorted(case.id for case in cases if not case.generated and case.id not in cells)
+    return Remedies(hazards, problems, unknown, unrun)
 
 
 def _remedy_problems(case: Case, index: int, remedy: Case, cells: Mapping[Column, Record],

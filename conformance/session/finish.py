@@ -19,7 +19,7 @@ from conformance.adapter import adapter_classes
 from conformance.case.load import find_case_files, load_cases
 from conformance.lean import COUNTED
 from conformance.outputs import keep_previous, write_file
-from conformance.records.baseline import BaselineError, Baselines
+from conformance.records.baseline import UPDATE_OPTION, BaselineError, Baselines
 from conformance.records.explain import explain as describe  # the one explanation of a cell
 from conformance.records.programs import NO_PROGRAM, keep_spooled
 from conformance.records.record import Record, slim
@@ -135,7 +135,7 @@ def unchecked_columns(config: pytest.Config, records: list[Record]) -> list[tupl
             continue  # refused before the run
         if missing:
             lines.append((f"unchecked: {column.label}: {count} cell(s) recorded, none checked: no baseline "
-                          f"{store.file(column)} (--update-baselines records one)", {"yellow": True}))
+                          f"{store.file(column)} ({UPDATE_OPTION} records one)", {"yellow": True}))
     return lines
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.adapter import adapter_classes, installed, source_version
 from conformance.outputs import ResultsLock, check_outputs, keep_previous
-from conformance.records.baseline import Baselines
+from conformance.records.baseline import UPDATE_OPTION, Baselines
 from conformance.records.programs import ProgramSpool, start_spool
 from conformance.records.record import split_build
 from conformance.records.results import ResultsError, ResultsFile, read_records
@@ -34,7 +34,7 @@ def check_baselines(config: pytest.Config) -> None:
         return
     updating = config.getoption("conformance_update_baselines")
     if asked and not directory.is_dir() and not updating:
-        raise OptionError(f"no baseline folder {directory}; give an existing one, or --update-baselines to "
+        raise OptionError(f"no baseline folder {directory}; give an existing one, or {UPDATE_OPTION} to "
                           f"create it, or --no-baselines to judge every cell on its own")
     if directory.is_dir() and not updating:
         Baselines(directory).check_files()
