@@ -32,8 +32,9 @@ from conformance.lean import RAN, count_progress_only
 from conformance.outputs import OutputError
 from conformance.records.baseline import BaselineError, Baselines
 from conformance.report.summary import column_name
-from conformance.session.finish import (DANGEROUS, RunState, environment_faults, findings, keep_programs, prune, stale,
-                                        this_runs_records, unchecked_columns, why_no_cell_ran, write_summary)
+from conformance.session.finish import (DANGEROUS, RunState, drop_gone_cases, environment_faults, findings,
+                                        keep_programs, prune, stale, this_runs_records, unchecked_columns,
+                                        why_no_cell_ran, write_summary)
 from conformance.session.items import CaseFile, CaseFolder, CaseItem, absent_columns, cell_of
 from conformance.session.start import check_baselines, finished_cells, keep_untouched, size, start_outputs
 from conformance.session.state import (ABSENT, ACTIVE, ENGINE, KEPT, LOCK, PREVIOUS, RESULTS_FILE, SEEN_IDS, baseline_folder,
@@ -337,6 +338,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             config.workeroutput["conformance_absent"] = [[f, d, v, p] for (f, d), (v, p) in config.stash[ABSENT].items()]
         return
     state.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    stop = session.shouldstop or session.shouldfail
+    if stop and not state.interrupted:  # -x, --maxfail: the rest of the selected cells never ran
+        selected = len(session.items) or session.testscollected
+        state.stopped = f"pytest {str(stop).rstrip('.')}"
+        state.notes.append((f"stopped early ({state.stopped}): {state.reported} of {selected} cell(s) ran; the "
+                            f"rest are in neither the results nor the summary (--resume runs them)", {"red": True}))
     absent = absent_columns(config)
     state.notes += [(line, {"yellow": True}) for line in absent]
     if not state.reported and not state.interrupted and absent:
@@ -344,9 +351,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.OK
         keep_untouched(config)
     elif not state.reported and not state.interrupted:
-        state.notes.append((f"error: no cell ran: {why_no_cell_ran(config)}", {"red": True}))
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        keep_untouched(config)  # --collect-only, a -k that matches nothing: the results are as they were
+        if not config.getoption("collectonly"):
+            state.notes.append((f"error: no cell ran: {why_no_cell_ran(config)}", {"red": True}))
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
     failed = False
     try:
         records = this_runs_records(config, state)  # slim, for as long as the end of the run needs them
@@ -366,6 +375,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             by_outcome = state.counts.setdefault(column_name(record), {})
             by_outcome[record.outcome] = by_outcome.get(record.outcome, 0) + 1
         state.stale = stale(config, records)
+        drop_gone_cases(config, state)  # last: it rewrites the file the steps above read back
     except OutputError as exc:  # a baseline or the summary that could not be written: the old one is whole
         state.notes.append((f"error: {exc}", {"red": True}))
         failed = True

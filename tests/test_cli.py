@@ -183,6 +183,58 @@ def test_resume_runs_only_the_missing_cells_and_keeps_the_finished_ones(tmp_path
 
 
 @needs_framework
+def test_a_run_that_selects_no_cell_leaves_the_results_as_they_were(tmp_path: Path) -> None:
+    """``--collect-only`` or a ``-k`` that matches nothing runs no cell: the results file is as it was (it
+    was emptied, with the records only in ``.previous``)."""
+    write_case(tmp_path / "cases", QUICK, "first")
+    assert run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL).returncode == 0
+    results = tmp_path / "reports" / "results" / "latest.jsonl"
+    before = results.read_bytes()
+    collected = run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL, "--collect-only")
+    assert collected.returncode == 0 and "no cell ran" not in collected.stdout, collected.stdout[-2000:]
+    assert results.read_bytes() == before
+    nothing = run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL, "-k", "no_such_case")
+    assert nothing.returncode == 5 and "every cell was deselected" in nothing.stdout
+    assert results.read_bytes() == before
+
+
+@needs_framework
+def test_a_run_stopped_by_x_says_so_and_how_many_cells_ran(tmp_path: Path) -> None:
+    """With -x the run stops at its first failure: the terminal and the summary say it stopped early and
+    how many of the selected cells ran, never a summary that looks whole."""
+    for name in ("first", "second", "third"):
+        write_case(tmp_path / "cases", QUICK, name)
+    assert run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL, "--conformance-update-baselines",
+                      "--conformance-baselines", "base").returncode == 0
+    [baseline] = (tmp_path / "base").glob("*.json")
+    data = json.loads(baseline.read_text())
+    data["cells"]["first"] = {"outcome": "raises"}  # a changed behaviour: the first cell fails
+    baseline.write_text(json.dumps(data))
+    run = run_pytest(tmp_path, "--conformance", "cases", *PYTEST_ONE_CELL, "--conformance-baselines", "base", "-x",
+                     "-p", "no:randomly")
+    assert run.returncode == 1
+    assert "stopped early (pytest stopping after 1 failures): 1 of 3 cell(s) ran" in run.stdout, run.stdout[-3000:]
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert "**Stopped early**: pytest stopping after 1 failures before every cell ran; 1 cell(s) finished" in summary
+
+
+@needs_framework
+def test_resume_drops_the_records_of_a_case_the_catalogue_no_longer_has(tmp_path: Path) -> None:
+    """A case removed (or renamed) between a run and its --resume leaves the results file, which then
+    describes the catalogue as it is; the file as it was is kept beside it and the case is named."""
+    for name in ("kept_one", "removed_one"):
+        write_case(tmp_path / "cases", QUICK, name)
+    assert run_cli(tmp_path, "run", *ONE_CELL).returncode == 0
+    (tmp_path / "cases" / "removed_one.yaml").unlink()
+    run = run_cli(tmp_path, "run", *ONE_CELL, "--resume")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr
+    results = tmp_path / "reports" / "results" / "latest.jsonl"
+    assert "records of 1 case(s) no longer in the catalogue (removed_one)" in run.stdout
+    assert [r["case"] for r in read_records([results])] == ["kept_one"]
+    assert "removed_one" in results.with_name("latest.jsonl.previous").read_text()
+
+
+@needs_framework
 def test_resume_runs_a_case_again_whose_file_changed_since(tmp_path: Path) -> None:
     """--resume kept the record of a case edited since it ran: its summary said 'raises' where a fresh run
     said 'silent-correct'.  A kept record is of the case as it is now, by its digest."""

@@ -46,6 +46,7 @@ class RunState:
     stale: list[str] = field(default_factory=list)
     notes: list[tuple[str, dict[str, bool]]] = field(default_factory=list)
     interrupted: bool = False
+    stopped: str = ""  # why pytest stopped before every selected cell ran (-x, --maxfail), said in full
     summary_written: bool = False
 
     plugins: Any = None  # the run's plugin manager, where the terminal is found
@@ -196,10 +197,11 @@ def findings(config: pytest.Config, state: RunState) -> Iterator[str]:
 def write_summary(records: list[Record], path: Path, state: RunState, config: pytest.Config) -> None:
     text = render_summary(records, notes=[line for line, _ in state.notes
                                           if line.startswith(("unchecked:", "error:")) or ": no cells of " in line])
-    if state.interrupted:
+    if state.interrupted or state.stopped:
         title, _, rest = text.partition("\n")
-        text = (f"{title}\n\n**Interrupted**: the run was stopped before every cell ran; "
-                f"{len(records)} cell(s) finished and are shown below.\n{rest}")
+        why = "**Interrupted**: the run was stopped" if state.interrupted else f"**Stopped early**: {state.stopped}"
+        text = (f"{title}\n\n{why} before every cell ran; {len(records)} cell(s) finished and are shown below."
+                f"\n{rest}")
     kept = keep_previous(path)
     if kept is not None:
         config.stash.setdefault(PREVIOUS, []).append(f"the previous run's summary: {kept}")
@@ -250,3 +252,39 @@ def stale(config: pytest.Config, records: list[Record]) -> list[str]:
     if problem is not None:  # which entries are stale is not known: none is called stale
         return []
     return [entry for entry in candidates if entry.rsplit(": ", 1)[1] not in known]
+
+
+def drop_gone_cases(config: pytest.Config, state: RunState) -> None:
+    """--resume: the records, kept from before, of cases the catalogue no longer has (removed or renamed)
+    leave the results file, so that its report describes the catalogue as it is; the file as it was is
+    kept beside it (``NAME.previous``) and the cases are named.  Nothing is dropped where the catalogue is
+    not known (a case file that cannot be read)."""
+    path = results_path(config)
+    if not config.getoption("conformance_resume") or str(path) == os.devnull or not path.is_file():
+        return
+    known, problem = _catalogue(config)
+    if problem is not None:
+        return
+    gone = sorted({r["case"] for r in read_records([path], torn_ok=True, stop=state.start)
+                   if r.get("case") not in known})
+    if not gone:
+        return
+    aside = keep_previous(path)
+    dropped = set(gone)
+    with open(path, encoding="utf-8") as handle:
+        lines = [line for line in handle if not _names_a_case_of(line, dropped)]
+    write_file(path, "".join(lines))
+    shown = ", ".join(gone[:8]) + (", ..." if len(gone) > 8 else "")
+    state.notes.append((f"dropped from {path} the records of {len(gone)} case(s) no longer in the catalogue "
+                        f"({shown}); the file as it was: {aside}", {"yellow": True}))
+
+
+def _names_a_case_of(line: str, cases: set[str]) -> bool:
+    """Whether a results file's *line* is a record of one of *cases* (run lines and others are kept)."""
+    import json
+
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and record.get("case") in cases

@@ -81,8 +81,9 @@ def start_outputs(config: pytest.Config) -> None:
 
 
 def keep_untouched(config: pytest.Config) -> None:
-    """A run that ran no cell (every device it was asked for is absent) leaves the results file as it found
-    it: the empty one it began is removed, and a previous one it set aside comes back."""
+    """A run that ran no cell (every device it was asked for is absent, --collect-only, a -k that matches
+    nothing) leaves the results file as it found it: the empty one it began is removed, and a previous one
+    it set aside comes back."""
     results = results_path(config)
     if str(results) == os.devnull or config.getoption("conformance_resume"):
         return
