@@ -85,7 +85,7 @@ def render_ops_page(ops: Mapping[str, Any], cases: Iterable[Any], data: Mapping[
              "...fields}`; each field below is a key of the step. *Spelled* is how the kept programs of the "
              "committed runs write the op in each framework (an op a framework lacks is `unsupported` there, "
              "found by inspecting the installed framework).", ""]
-    lines += [f"- [{family}](#{family.replace('_', '-')}) ({len(members)})" for family, members in families.items()]
+    lines += [f"- [{family}](#{family}) ({len(members)})" for family, members in families.items()]
     if observations:
         lines.append(f"- [observations](#observations) ({len(observations)}): `{{observe: KIND, of: NAME}}`")
     for family, members in families.items():

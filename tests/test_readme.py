@@ -1,0 +1,54 @@
+"""The README as a newcomer reads it: short, its numbers written from the catalogue and the committed results
+(never stale), and every page it and the docs link to there."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conformance.report.readme import current_block, with_block
+
+from .conftest import ROOT
+
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings (outside code blocks)."""
+    found, fence = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fence = fence != line.startswith("```")
+        if not fence and (m := re.match(r"#{1,6} (.*)", line)):
+            found.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return found
+
+
+def test_the_readme_s_numbers_are_what_the_catalogue_and_the_committed_results_give() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert with_block(text, current_block(ROOT)) == text, (
+        "README.md's numbers are stale: run `python -m conformance.report.readme README.md` (tox -e report)")
+
+
+def test_the_readme_is_short_and_finds_every_page_of_the_docs() -> None:
+    text = README.read_text(encoding="utf-8")
+    written = text.split("<!-- the numbers below")[0] + text.split("<!-- end of the written numbers -->")[1]
+    assert len(written.splitlines()) <= 200, "the README is for a newcomer: move the rest into docs/"
+    linked = {target.split("#")[0] for target in _LINK.findall(text)}
+    assert not [page.name for page in PAGES[1:] if f"docs/{page.name}" not in linked]
+
+
+def test_every_link_between_the_readme_and_the_docs_leads_somewhere() -> None:
+    broken = []
+    for page in PAGES:
+        for target in _LINK.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            where = (page.parent / path).resolve() if path else page
+            if not where.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and where.suffix == ".md" and anchor not in _anchors(where):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
