@@ -415,6 +415,40 @@ def test_the_search_narrows_to_the_cases_of_the_code_and_leads_to_the_grid(site:
         assert cell.get_attribute("title").startswith(f"{key[1]} {key[2]} · {key[4]} · {key[3]}: ")
 
 
+@pytest.mark.parametrize(("query", "looked_for", "among"), [
+    ("a.data *= 3", (".data", "*="), "data_imul_after_forward"),  # the reader's names and numbers, not the case's
+    ("t.add_(1)", (".add_(",), "add_method_after_relu"),
+    ("nn.ReLU(inplace=True)", (".relu(", "inplace="), "relu_inplace_saved_input"),
+])
+def test_a_query_is_read_as_code_whatever_the_reader_named_things(site: Path, browser: Any, query: str,
+                                                                   looked_for: tuple[str, ...], among: str) -> None:
+    """`a.data *= 3` finds the cases that write `x.data *= 3.0`: a name used as an object, a name alone and a
+    number are the reader's own; an attribute, a call, a keyword and an augmented operator are the code."""
+    from selenium.webdriver.common.by import By
+
+    entries = _index_entries(site)
+    if among not in entries:
+        pytest.skip(f"{among} is not in the catalogue")
+    browser.get((site / "index.html").as_uri())
+    box = browser.find_element(By.ID, "q")
+    box.send_keys(query)
+    _wait(browser, lambda d: f"\u201c{query}\u201d" in d.find_element(By.ID, "count").text)
+    found = _found(browser)
+    assert among in found, (query, found[:10])
+    assert set(found) == {case for case, entry in entries.items() if _matches(entry, " ".join(looked_for))}
+
+
+def test_hand_written_cases_come_before_the_ones_the_fuzzer_found(site: Path, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    entries = _index_entries(site)
+    browser.get((site / "index.html").as_uri() + "?q=from_numpy")
+    _wait(browser, lambda d: _found(d))
+    generated = [entries[case]["generated"] for case in _found(browser)]
+    assert generated[0] is False and generated == sorted(generated), generated
+    assert "from_numpy_aliasing" in _found(browser)[:generated.count(False)]
+
+
 def test_a_query_in_the_address_is_searched_for(site: Path, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 

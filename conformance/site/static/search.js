@@ -1,5 +1,6 @@
 /* The index page's search: filters and ranks the cases of window.CONFORMANCE_INDEX (search-index.js) by the
-   words of the query, each of which must occur in a case's id, title, code, cause or topic.  Without this
+   words of the query (read as code: see terms), each of which must occur in a case's id, title, code, cause
+   or topic.  Without this
    script the page lists every case all the same. */
 (function () {
   "use strict";
@@ -21,8 +22,38 @@
                  topic: (entry.topic + " " + entry.topicTitle).toLowerCase()};
   });
 
+  // A query is read as code: `a.data *= 3` looks for `.data` and `*=`, `t.add_(1)` for `.add_(`, whatever the
+  // reader named their tensors or wrote as numbers.  In a piece of code, a name used as an object (`a.`), a
+  // name alone (`a` in `f(a)`) and a number are the reader's own and dropped; an attribute or method keeps
+  // its dot, a call its parenthesis, a keyword argument its `=`; an operator with `=` in it is kept (not `=`
+  // alone).  A plain word (`detach`, `from_numpy`) is looked for as it is.
+  var TOKEN = /[a-z_][a-z0-9_]*|[0-9][0-9_]*(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?|[^\sa-z0-9_]+/g;
+
+  function codeTerms(chunk) {
+    var tokens = chunk.match(TOKEN) || [];
+    var kept = [];
+    for (var i = 0; i < tokens.length; i++) {
+      var token = tokens[i], before = tokens[i - 1] || "", after = tokens[i + 1] || "";
+      if (/^[a-z_]/.test(token)) {
+        var attribute = /\.$/.test(before);
+        if (/^\(/.test(after)) { kept.push((attribute ? "." : "") + token + "("); }
+        else if (/^=(?!=)/.test(after)) { kept.push(token + "="); }
+        else if (attribute) { kept.push("." + token); }
+      } else if (/^[^0-9]/.test(token) && /=/.test(token) && token !== "=" && !/^[.(),\[\]]*=$/.test(token)) {
+        kept.push(token.replace(/^[.()\[\],]+/, ""));
+      }
+    }
+    return kept;
+  }
+
   function terms(query) {
-    return query.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 0; });
+    var words = [];
+    query.toLowerCase().split(/\s+/).forEach(function (chunk) {
+      if (!chunk) { return; }
+      if (/^[a-z_][a-z0-9_]*$/.test(chunk)) { words.push(chunk); return; }
+      codeTerms(chunk).forEach(function (word) { if (words.indexOf(word) < 0) { words.push(word); } });
+    });
+    return words;
   }
 
   // Every word must occur somewhere; a word counts the weight of each field it occurs in, so a case whose
@@ -95,9 +126,10 @@
       var value = score(entry, words);
       if (value > 0) { found.push([value, entry]); }
     });
-    // the best match first; among equals, the hand-written cases before those the fuzzer found
+    // the hand-written cases first (each cites its source and has a remedy), then those the fuzzer found;
+    // within each, the best match first
     found.sort(function (a, b) {
-      return b[0] - a[0] || Number(a[1].generated) - Number(b[1].generated) || a[1].order - b[1].order;
+      return Number(a[1].generated) - Number(b[1].generated) || b[0] - a[0] || a[1].order - b[1].order;
     });
     found.forEach(function (pair) { results.appendChild(item(pair[1], words)); });
     count.textContent = found.length + (found.length === 1 ? " case matches " : " cases match ") + "\u201c" +
