@@ -417,9 +417,10 @@ def pages_folder(output: Path) -> str:
     return name if name != output.name else f"{name}-pages"
 
 
-def _remove_stale_pages(folder: Path, written: set[str]) -> None:
+def _remove_stale_pages(folder: Path, written: set[str], marker: str | None = None) -> None:
     """Remove the pages an earlier report wrote for topics that are gone: files of the folder that start
-    with the report's own first line.  Anything else in the folder is left as it is."""
+    with the report's own first line (*marker*, by default ``conformance report``'s).  Anything else in the
+    folder is left as it is."""
     from conformance.report.render import GENERATED
 
     for path in folder.glob("*.md"):
@@ -430,7 +431,7 @@ def _remove_stale_pages(folder: Path, written: set[str]) -> None:
                 first = handle.readline().rstrip("\n")
         except (OSError, UnicodeDecodeError):
             continue
-        if first == GENERATED:
+        if first == (marker or GENERATED):
             path.unlink()
             from conformance.report.render import plot_name
 
@@ -598,14 +599,25 @@ def cmd_porting(args: argparse.Namespace) -> int:
                                  Path(args.output).parent)).as_posix()
     from conformance.records.programs import load_programs
 
+    from conformance.report.porting import GENERATED as PORTING_GENERATED
+    from conformance.report.porting_pages import split_guide
+
+    output = Path(args.output)
+    folder = output.parent / pages_folder(output)
+    guide = render_porting(cases, records, remedies, confirmations, titles, pages=pages, programs=load_programs(paths))
+    index, family_pages = split_guide(guide, output.name, folder.name)
     try:
-        write_file(args.output, render_porting(cases, records, remedies, confirmations, titles, pages=pages,
-                                               programs=load_programs(paths)))
+        for name in family_pages:
+            check_writable(folder / name)
+        write_file(output, index)
+        for name, text in family_pages.items():
+            write_file(folder / name, text)
+        _remove_stale_pages(folder, set(family_pages), PORTING_GENERATED)
     except OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"porting guide: {args.output} ({len(remedies.hazards)} hazards; "
-          f"{len(remedies.problems)} remedy problem(s): `conformance remedies` lists them)")
+    print(f"porting guide: {args.output} and {len(family_pages)} page(s) in {folder} ({len(remedies.hazards)} "
+          f"hazards; {len(remedies.problems)} remedy problem(s): `conformance remedies` lists them)")
     return 2 if errors else 0
 
 

@@ -139,7 +139,10 @@ def test_cli_porting_writes_the_page_and_refuses_an_unwritable_one(tmp_path: Pat
     output.parent.mkdir()
     assert main(["porting", str(results), "--cases", str(tmp_path / "cases"), "--output", str(output),
                  "--report", str(tmp_path / "reports" / "COMPATIBILITY.md")]) == 0
-    assert "[`skip_clone`](./compatibility/augmented.md#skip_clone)" in output.read_text()
+    pages = sorted((tmp_path / "reports" / "porting").glob("*.md"))
+    assert pages and "[`skip_clone`](../compatibility/augmented.md#skip_clone)" in "".join(
+        p.read_text() for p in pages)
+    assert "(porting/torch-to-paddle-augmented.md#t2p-" in output.read_text()
     assert main(["porting", str(results), "--cases", str(tmp_path / "cases"), "--output", "/proc/P.md"]) == 2
     assert "error: cannot write /proc/P.md" in capsys.readouterr().err
 
@@ -208,7 +211,7 @@ def test_every_entry_of_the_committed_guide_shows_the_program_its_case_runs_in_e
     for the case: the program its cells ran, without the reproducer's imports, step marks and prints."""
     from conformance.adapter import adapter_classes, installed, is_installed
 
-    guide = (ROOT / "reports" / "PORTING.md").read_text(encoding="utf-8")
+    guide = "".join(page.read_text(encoding="utf-8") for page in sorted((ROOT / "reports" / "porting").glob("*.md")))
     cases = {case.id: case for case in load_cases([ROOT / "cases"])[0]}
     adapters = {}
     for framework in ("torch", "paddle"):
