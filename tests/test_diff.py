@@ -491,3 +491,27 @@ def test_a_results_file_whose_version_is_no_version_is_refused_by_site_and_diff(
         assert ran.returncode == 2 and "Traceback" not in ran.stderr, (args, ran.stderr)
         assert "r.jsonl" in ran.stderr
     assert not list(tmp_path.rglob("*.html")) and not (tmp_path.parent / "escaped").exists()
+
+
+def test_a_message_only_change_shows_the_part_of_the_message_that_changed(tmp_path: Path, capsys) -> None:
+    """Two 200-character messages that differ in one word (torch 2.4 names ReluBackward0, 2.15 Relu): the row
+    shows that word with a little of its context, not the same truncated text twice."""
+    long = ("one of the variables needed for gradient computation has been modified by an inplace operation: "
+            "[torch.FloatTensor [2, 3]], which is output 0 of {}, is at version 1; expected version 0 instead.")
+    old = [record("a", "raises", **raised(message=long.format("ReluBackward0")))]
+    new = [record("a", "raises", version="2.15.0", **raised(message=long.format("Relu")))]
+    assert run_diff(tmp_path, old, new) == 0
+    out = capsys.readouterr().out
+    assert ('RuntimeError (backward), the message changed: was "… is output 0 of ReluBackward0, is at version '
+            '1; …"; now "… is output 0 of Relu, is at version 1; …"') in out, out
+
+
+def test_a_new_api_that_arrives_silently_wrong_is_listed_first_among_the_new_apis(tmp_path: Path, capsys) -> None:
+    old = [record(case, "unsupported") for case in ("a_harmless", "b_harmless", "z_dangerous")]
+    new = [record("a_harmless", "silent-correct", version="2.13.0"),
+           record("b_harmless", "aliases", version="2.13.0"),
+           record("z_dangerous", "silent-wrong", version="2.13.0", max_error=0.5)]
+    assert run_diff(tmp_path, old, new) == 0  # a spelling that did not exist before gates nothing
+    lines = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")
+             and line.split()[0].endswith(("harmless", "dangerous"))]
+    assert lines == ["z_dangerous", "a_harmless", "b_harmless"], lines

@@ -293,8 +293,16 @@ def compare(old: Side, new: Side, control: Side | None = None, named: bool = Fal
                 if rank is not None:
                     result.changes.append(Change(rank, case, pair, before[case], after[case],
                                                  cause(case) if cause else None))
-    result.changes.sort(key=lambda c: (c.severity, c.pair[1].sort_key, c.case))
+    result.changes.sort(key=lambda c: (c.severity, c.pair[1].sort_key, not _arrives_dangerous(c), c.case))
     return result
+
+
+def _arrives_dangerous(change: Change) -> bool:
+    """A new API that arrives silently wrong (or crashing, or warning beside a wrong result): listed first
+    among the new APIs, never alphabetically among dozens of harmless ones."""
+    new = change.new
+    return change.severity == NEW_API and (new.outcome in ("silent-wrong", "crash", "timeout")
+                                           or (new.outcome == "warns" and new.correct is False))
 
 
 def _one(values: set[str] | None) -> str:
@@ -406,10 +414,47 @@ def _label(cell: Cell) -> str:
     return cell.outcome + (" (wrong result)" if cell.outcome == "warns" and cell.correct is False else "")
 
 
+#: Words of the shared text kept on each side of a part of a message that changed.
+_CONTEXT = 4
+
+
+def _changed_part(old: str, new: str) -> tuple[str, str]:
+    """The parts of two messages that differ, word by word, each with a few shared words around it (the rest
+    as "…"): of two 300-character messages that differ in one word, the word is what a reader must see."""
+    import difflib
+
+    a, b = old.split(" "), new.split(" ")
+    spans = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
+             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
+
+    def shown(words: list[str], side: int) -> str:
+        keep = set()
+        for span in spans:
+            first, last = span[2 * side], span[2 * side + 1]
+            keep.update(range(max(0, first - _CONTEXT), min(len(words), last + _CONTEXT)))
+        pieces, previous = [], -1
+        for index in sorted(keep):
+            if index != previous + 1:
+                pieces.append("…")
+            pieces.append(words[index])
+            previous = index
+        if previous != len(words) - 1:
+            pieces.append("…")
+        return " ".join(pieces)
+
+    return shown(a, 0), shown(b, 1)
+
+
 def _detail(change: Change) -> str:
     cause = f" [the change is {change.cause}'s]" if change.cause and change.cause != "both" else \
         " [NumPy and the framework both change it]" if change.cause else ""
     old, new = change.old.brief, change.new.brief
+    same_raise = (change.old.exception, change.old.phase) == (change.new.exception, change.new.phase)
+    if (change.severity == MESSAGE and same_raise and change.old.message and change.new.message
+            and change.old.message != change.new.message
+            and max(len(change.old.message), len(change.new.message)) > 100):  # a short one reads whole
+        was, now = _changed_part(change.old.message, change.new.message)
+        return f"{change.new.exception} ({change.new.phase}), the message changed: was \"{was}\"; now \"{now}\"" + cause
     if change.severity == MESSAGE or (old and new and old != new):
         return f"was {old or '-'}; now {new or '-'}" + cause
     if old and old != new:
