@@ -186,3 +186,16 @@ def test_a_column_env_holds_its_own_cells_whatever_the_caller_s_environment_choo
     assert shown.returncode == 0, shown.stderr
     for name in chooser:
         assert shown.stdout.count(f"{name}=\n") == 2, (name, shown.stdout)
+
+
+@pytest.mark.parametrize("path", committed_results(), ids=lambda p: p.name)
+def test_a_committed_column_holds_one_record_per_cell(path) -> None:
+    """A case simplified again under its id leaves its earlier record superseded, never beside the new one
+    (tools/prune_results.py drops it): one record per cell, the one the reports read."""
+    seen, twice = set(), []
+    for record in load_records([path]):
+        cell = (record.case, record.framework, record.device, record.mode)
+        if cell in seen:
+            twice.append(cell)
+        seen.add(cell)
+    assert not twice, f"{path.name}: cells recorded twice (run tools/prune_results.py): {twice[:5]}"

@@ -412,3 +412,16 @@ def test_a_fuzz_run_that_cannot_write_its_cases_says_so_in_one_line_and_shows_th
     assert "Traceback" not in ran.stderr and "new (not written)" in ran.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["write_error"] and any(r["status"] == "new (not written)" for r in report["results"])
+
+
+@pytest.mark.parametrize(("wrong", "right", "says"), [
+    ("torch:compile", "torch", "in a compiled mode where eager gives the reference's"),
+    ("torch", "torch:compile", "in eager where a compiled mode gives the reference's"),
+])
+def test_a_compiled_finding_says_which_mode_is_wrong(wrong: str, right: str, says: str) -> None:
+    """found_compiled_assign_idiv_c7dcac said torch was wrong when compiled: its eager cell is the wrong one."""
+    from conformance.fuzz.cause import _sentence
+
+    bad = Cell("silent-wrong", {"observations": [{"name": "value(t2)", "kind": "value", "ok": False}]})
+    verdict = Verdict({wrong: bad, right: Cell("silent-correct", {}), "paddle": Cell("raises", {})}, FINDING, "")
+    assert says in _sentence(verdict, [wrong], "assign", COMPILED)

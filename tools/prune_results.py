@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Drop what the committed columns hold of cases that are no longer in the catalogue.
+"""Drop what the committed columns hold of cases that are no longer in the catalogue, and the records of an
+earlier form of a case that a record of the case as it is supersedes.
 
 A case removed or renamed (a found case simplified under a new id) leaves its
 records in every results and control file, its entries in every baseline and
@@ -34,12 +35,13 @@ def main(argv: list[str]) -> int:
         print(f"error: {len(problems)} case file(s) do not load; nothing pruned", file=sys.stderr)
         return 2
     catalogue = {case.id for case in cases}
+    digests = {case.id: case.digest for case in cases}
     results = ROOT / "reports" / "results"
     for path in sorted([*results.glob("*.jsonl"), *(ROOT / "reports" / "controls").glob("*.jsonl")]):
         if path.name == "latest.jsonl":
             continue
         lines = path.read_bytes().splitlines(keepends=True)
-        kept = [line for line in lines if json.loads(line).get("case") in catalogue]
+        kept = _kept(lines, catalogue, digests)
         if len(kept) != len(lines):
             path.write_bytes(b"".join(kept))
             print(f"{path.relative_to(ROOT)}: {len(lines) - len(kept)} record(s) removed")
@@ -48,6 +50,25 @@ def main(argv: list[str]) -> int:
     for path, case in Baselines(ROOT / "reports" / "baselines").prune(catalogue):
         print(f"{path.relative_to(ROOT)}: baseline entry {case} removed")
     return 0
+
+
+def _kept(lines: list[bytes], catalogue: set[str], digests: dict[str, str]) -> list[bytes]:
+    """The lines of a results file to keep: its run lines, and the records of cases in the catalogue, except a
+    record of an earlier form of a case (another digest) that a record of the case as it is supersedes (a
+    found case simplified again keeps its id: its old record would otherwise stay beside the new one)."""
+    parsed = [json.loads(line) for line in lines]
+    current = {(r["case"], r.get("framework"), r.get("device"), r.get("mode")) for r in parsed
+               if "case" in r and r.get("case_digest") == digests.get(r["case"])}
+    kept = []
+    for line, record in zip(lines, parsed):
+        if "case" not in record:  # a run line: the run information its records name
+            kept.append(line)
+            continue
+        cell = (record["case"], record.get("framework"), record.get("device"), record.get("mode"))
+        superseded = record.get("case_digest") != digests.get(record["case"]) and cell in current
+        if record["case"] in catalogue and not superseded:
+            kept.append(line)
+    return kept
 
 
 if __name__ == "__main__":

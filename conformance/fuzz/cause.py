@@ -181,9 +181,12 @@ def _sentence(verdict: Verdict, about: list[str], pivot: str, family: str) -> st
     if first is not None and first.wrong:
         kinds = ", ".join(sorted({o["kind"] for o in first.wrong_observations().values()})) or "result"
         what = f"{who} silently give(s) a wrong {kinds} after `{pivot}`"
-        if family == COMPILED:
+        if family == COMPILED and all(MODE_SEPARATOR in name for name in about):
             return (f"{what} in a compiled mode where eager gives the reference's: compiling the same code "
                     f"changes its numbers without a word.")
+        if family == COMPILED:  # the eager cell is the wrong one: compiling gives the reference's numbers
+            return (f"{what} in eager where a compiled mode gives the reference's: the same code computes "
+                    f"other numbers once compiled, without a word (here the compiled ones are right).")
         if refusing:
             return (f"{what} where {', '.join(refusing)} refuse(s) the program: code that relied on the error "
                     f"computes a wrong {kinds} once ported.")
