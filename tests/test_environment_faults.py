@@ -82,3 +82,21 @@ def test_a_compiler_that_cannot_compile_the_simplest_program_is_an_error_not_a_r
     lines = [line for line in result.stdout.splitlines()
              if line.startswith("error: ") and "the environment is at fault" in line]
     assert len(lines) == 1 and "compile" in lines[0] and "/bin/false" in lines[0], result.stdout[-3000:]
+
+
+@pytest.mark.skipif(TORCH is None or NUMPY_FAULT, reason="torch is not installed, or cannot use this NumPy")
+def test_no_c_compiler_on_the_machine_is_an_error_of_the_environment_not_a_missing_api(tmp_path: Path) -> None:
+    """With no C++ compiler on PATH (and CXX empty), torch.compile cannot run here: every compiled cell is an
+    error naming the missing compiler and the run fails, as for a broken one, never `unsupported` and exit 0."""
+    if TORCH.release < (2, 1):
+        pytest.skip(f"torch {TORCH} has no torch.compile on this Python")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = run_cli(tmp_path, "run", str(SEED / "leaf_sin_inplace.yaml"), "--framework", "torch", "--device", "cpu",
+                     "--mode", "compile", "--no-baselines", "--results", "r.jsonl", "--summary", "s.md",
+                     env={"CXX": "", "PATH": str(empty)})
+    records = records_in(tmp_path / "r.jsonl")
+    assert records and result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert {r["outcome"] for r in records} == {"error"}
+    assert all("needs a C++ compiler on a CPU, and none was found" in r["details"]["message"] for r in records)
+    assert any("the environment is at fault" in line for line in result.stdout.splitlines())

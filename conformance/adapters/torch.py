@@ -78,16 +78,12 @@ class TorchAdapter(Adapter):
         except Exception as exc:  # noqa: BLE001 - the refusal of this Python, not of a program
             return (f"torch.compile is not supported by torch {self.version} on Python "
                     f"{'.'.join(map(str, sys.version_info[:2]))}: {exc}")
-        if device == "cpu" and not any(shutil.which(cc) for cc in (os.environ.get("CXX", "g++"), "c++", "clang++")):
-            return "torch.compile's inductor backend needs a C++ compiler on a CPU, and none was found (CXX, g++, c++, clang++)"
-        if device == "gpu" and importlib.util.find_spec("triton") is None:
-            return "torch.compile's inductor backend needs triton on a GPU, and it is not installed"
         return None
 
     def compile_problem(self, mode: str, device: str) -> str | None:
         checked = self.__dict__.setdefault("_compile_checked", {})
         if (mode, device) not in checked:
-            checked[(mode, device)] = self._compiles_simplest(device)
+            checked[(mode, device)] = _toolchain_problem(device) or self._compiles_simplest(device)
         return checked[(mode, device)]
 
     def _compiles_simplest(self, device: str) -> str | None:
@@ -197,3 +193,14 @@ class TorchAdapter(Adapter):
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         return tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.element_size()
+
+
+def _toolchain_problem(device: str) -> str | None:
+    """What inductor needs beside torch, which this machine provides or lacks: without it every compiled cell
+    is an error naming it, never an ``unsupported`` that reads as an API this torch lacks."""
+    if device == "cpu" and not any(shutil.which(cc) for cc in (os.environ.get("CXX", "g++"), "c++", "clang++")):
+        return ("torch.compile's inductor backend needs a C++ compiler on a CPU, and none was found on this machine "
+                "(CXX, g++, c++, clang++)")
+    if device == "gpu" and importlib.util.find_spec("triton") is None:
+        return "torch.compile's inductor backend needs triton on a GPU, and it is not installed here"
+    return None
