@@ -152,20 +152,23 @@ class Adapter:
         case that touches NumPy, a fault of the environment and never the framework's behaviour."""
         import numpy as np
 
-        try:
-            back = np.asarray(self.numpy_round_trip(np.arange(3.0)))
-        except Exception as exc:  # noqa: BLE001 - whatever fails here fails every cell alike
-            what = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-            return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: a tensor to and from a NumPy "
-                    f"array raised {type(exc).__name__}: {what[:300]}")
-        if back.tolist() != [0.0, 1.0, 2.0]:
-            return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: [0.0, 1.0, 2.0] to a tensor "
-                    f"and back gave {back.tolist()[:10]}")
+        for route, round_trip in self.numpy_round_trips().items():
+            try:
+                back = np.asarray(round_trip(np.arange(3.0)))
+            except Exception as exc:  # noqa: BLE001 - whatever fails here fails every cell alike
+                what = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+                return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: a NumPy array to a tensor "
+                        f"and back ({route}) raised {type(exc).__name__}: {what[:300]}")
+            if back.tolist() != [0.0, 1.0, 2.0]:
+                return (f"{self.name} {self.version} cannot use NumPy {np.__version__}: [0.0, 1.0, 2.0] to a tensor "
+                        f"and back ({route}) gave {back.tolist()[:10]}")
         return None
 
-    def numpy_round_trip(self, array: np.ndarray) -> Any:
-        """*array* to a tensor and back, as the framework's users convert (the check of :meth:`numpy_problem`)."""
-        return array
+    def numpy_round_trips(self) -> dict[str, Any]:
+        """Each route by which the cells take a NumPy array to a tensor and back, by the code a user writes
+        (the checks of :meth:`numpy_problem`): one route that fails while another works would otherwise be
+        recorded as the framework raising in every cell that takes it."""
+        return {"as is": lambda array: array}
 
     # -- facts about the installed framework -------------------------------------
 

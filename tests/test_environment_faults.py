@@ -100,3 +100,27 @@ def test_no_c_compiler_on_the_machine_is_an_error_of_the_environment_not_a_missi
     assert {r["outcome"] for r in records} == {"error"}
     assert all("needs a C++ compiler on a CPU, and none was found" in r["details"]["message"] for r in records)
     assert any("the environment is at fault" in line for line in result.stdout.splitlines())
+
+
+@pytest.mark.skipif(TORCH is None or NUMPY_FAULT, reason="torch is not installed, or cannot use this NumPy")
+def test_the_environment_check_takes_every_route_from_an_array_the_cells_take(monkeypatch) -> None:
+    """A torch whose torch.tensor of an ndarray fails while from_numpy(a).numpy() works (a build at odds with
+    this NumPy) would record `raises` in every cell that writes torch.tensor(a): the check takes each route
+    (from_numpy, tensor, as_tensor) and names the one that fails, so those cells are errors of the environment."""
+    import numpy as np
+
+    from conformance.adapters.torch import TorchAdapter
+
+    adapter = TorchAdapter()
+    adapter.start()
+    assert adapter.numpy_problem() is None
+    real = adapter.fw.tensor
+
+    def refusing(data, *args, **kwargs):  # what such a build does with an array, and only with an array
+        if isinstance(data, np.ndarray):
+            raise RuntimeError("Could not infer dtype of numpy.ndarray")
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(adapter.fw, "tensor", refusing)
+    problem = adapter.numpy_problem()
+    assert problem is not None and "(torch.tensor(a).numpy()) raised RuntimeError: Could not infer dtype" in problem

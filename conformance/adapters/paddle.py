@@ -83,8 +83,11 @@ class PaddleAdapter(Adapter):
         cuda = str(self.fw.version.cuda()) if hasattr(self.fw.version, "cuda") else "False"
         return "cpu" if cuda in ("False", "", "None") else "cu" + cuda.replace(".", "")
 
-    def numpy_round_trip(self, array: np.ndarray) -> Any:
-        return self.fw.to_tensor(array).numpy()
+    def numpy_round_trips(self) -> dict[str, Any]:
+        routes = {"paddle.to_tensor(a).numpy()": lambda array: self.fw.to_tensor(array).numpy()}
+        if hasattr(self.fw, "as_tensor"):  # paddle 3.2 and later
+            routes["paddle.as_tensor(a).numpy()"] = lambda array: self.fw.as_tensor(array).numpy()
+        return routes
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":

@@ -50,8 +50,10 @@ class TorchAdapter(Adapter):
             return "cu" + cuda.replace(".", "")
         return f"rocm{hip}" if hip else "cpu"
 
-    def numpy_round_trip(self, array: np.ndarray) -> Any:
-        return self.fw.from_numpy(array).numpy()
+    def numpy_round_trips(self) -> dict[str, Any]:
+        return {"torch.from_numpy(a).numpy()": lambda array: self.fw.from_numpy(array).numpy(),
+                "torch.tensor(a).numpy()": lambda array: self.fw.tensor(array).numpy(),
+                "torch.as_tensor(a).numpy()": lambda array: self.fw.as_tensor(array).numpy()}
 
     def device_problem(self, device: str) -> str | None:
         if device == "gpu":
