@@ -115,6 +115,14 @@ def test_every_case_of_the_catalogue_has_a_page(site: Path) -> None:
         assert f'<li data-case="{case.id}"><a href="cases/{case.id}.html">' in index
 
 
+def test_a_case_judged_against_one_framework_s_documentation_says_so_on_its_page(site: Path) -> None:
+    cases = [case for case in load_cases([ROOT / "cases"])[0] if case.judged_against]
+    assert cases
+    for case in cases:
+        page = (site / "cases" / f"{case.id}.html").read_text(encoding="utf-8")
+        assert '<p class="judged"><b>Judged against:</b> torch' in page, case.id
+
+
 def test_a_case_page_names_the_scanner_rule_that_finds_it_in_code(site: Path) -> None:
     from conformance.scan.catalogue import Catalogue
 

@@ -77,6 +77,9 @@ class Case:
     expected: Mapping[str, Any] | None = None
     #: One line: why the frameworks differ (or go wrong) on this program, for the porting guide.
     cause: str = ""
+    #: One line, where the reference follows one framework's documented behaviour rather than arithmetic
+    #: (a retained .grad that accumulates, a leaf's grad_fn): whose documentation a silent-wrong rests on.
+    judged_against: str = ""
     #: The ids of the cases that are this one's safe spelling, checked against results (``report/remedies.py``).
     remedy: tuple[str, ...] = ()
     #: Why no safe spelling exists, where none does (exclusive with ``remedy``).

@@ -155,6 +155,10 @@ def _top_level() -> Schema:
         "remedy": {"type": "array", "minItems": 1, "uniqueItems": True,
                    "items": {"type": "string", "pattern": _ID}},
         "no_remedy": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
+        "judged_against": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$",
+                           "description": "whose documented behaviour the reference follows for this case, where it "
+                                          "is a convention rather than arithmetic: a silent-wrong cell means 'differs "
+                                          "from it'"},
         "not_scanned": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
         "tolerance": {
             "type": "object",

@@ -349,6 +349,8 @@ def _entry(guide: _Guide, hazard: Hazard, src: str | None, dst: str | None) -> l
     lines += [f"- {framework}: {guide.behaviour(case.id, framework)}" for framework in frameworks]
     if case.cause:
         lines.append(f"- Why: {_prose(case.cause)}")
+    if case.judged_against:
+        lines.append(f"- Judged against: {_prose(case.judged_against)} (silent-wrong here means: differs from it)")
     for remedy in case.remedy:
         title = guide.cases[remedy].title if remedy in guide.cases else ""
         where = guide.verified(hazard, remedy)
@@ -409,6 +411,8 @@ def _brief(guide: _Guide, hazard: Hazard, src: str, dst: str) -> list[str]:
              f"{src}: {guide.behaviour(case.id, src)}; {dst}: {guide.behaviour(case.id, dst)}."]
     if case.cause:
         lines.append(f"  Why: {_prose(case.cause)}.")
+    if case.judged_against:
+        lines.append(f"  Judged against: {_prose(case.judged_against)} (silent-wrong here means: differs from it).")
     instead = ", ".join(f"[{code(r)}]({guide.link(r)})" for r in case.remedy)
     if instead:
         lines.append(f"  Write instead: {instead}.")

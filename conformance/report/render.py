@@ -116,7 +116,8 @@ def default_results(directory: Path | str) -> list[Path]:
 
 
 def case_attributions(records: Iterable[Record]) -> dict[str, str]:
-    """The ``source:`` line of each case file still in this tree (where the case came from)."""
+    """The ``source:`` line of each case file still in this tree (where the case came from), and, where the
+    case says so, whose documented behaviour its reference follows (``judged_against:``)."""
     from conformance.case.load import load_case
 
     found: dict[str, str] = {}
@@ -125,9 +126,13 @@ def case_attributions(records: Iterable[Record]) -> dict[str, str]:
         if record.case in found or path is None:
             continue
         try:
-            found[record.case] = load_case(path).source
+            case = load_case(path)
         except Exception:  # a case file edited since the run: the report still renders
             continue
+        found[record.case] = f"source: {case.source}" if case.source else ""
+        if case.judged_against:
+            found[record.case] += (("; " if case.source else "") + f"judged against: {case.judged_against} "
+                                   f"(silent-wrong here means: differs from it)")
     return found
 
 
@@ -373,7 +378,7 @@ def _details(matrix: _Matrix, attributions: Mapping[str, str], link_base: Path |
         if case_file:
             facts.append(f"case file {_display_path(case_file, link_base)}")
         if attributions.get(case):
-            facts.append(f"source: {text(attributions[case])}")
+            facts.append(text(attributions[case]))
         if facts:
             lines += ["; ".join(facts), ""]
         lines += _evidence(matrix, case)

@@ -122,6 +122,9 @@ def render_case(data: CaseData, site: SiteData) -> str:
     head += _today(data, site)
     if case.cause:
         head += f'<p class="cause"><b>Why:</b> {prose(case.cause)}</p>\n'
+    if case.judged_against:
+        head += (f'<p class="judged"><b>Judged against:</b> {prose(case.judged_against)} (silent-wrong here means: '
+                 f'differs from it)</p>\n')
     head += _scan(case.id, site)
     if case.description:
         head += f'<p class="description">{prose(case.description)}</p>\n'
