@@ -27,9 +27,10 @@ __all__ = ["self_checking"]
 _HELPERS = '''\
 _SEEN = {}
 def _judged(name, value):
-    """print(name, value), keeping the value for the self-check at the end."""
+    """print(name, value), keeping a copy of the value for the self-check at the end (an array that
+    shares a tensor's memory changes with it: a .grad accumulated by a later backward)."""
     print(name, value)
-    _SEEN[name] = value
+    _SEEN[name] = None if value is None else np.array(value, copy=True)
 '''
 
 _CHECK = '''\
