@@ -317,10 +317,11 @@ def test_a_program_without_a_topics_undrawable_entry_op_is_not_of_that_topic() -
 
 @needs_paddle
 def test_a_compiled_fuzz_run_finds_the_write_full_graph_drops() -> None:
-    """Seed 1 draws, as its 30th program, an in-place write on a function's input that paddle's
-    ``to_static(full_graph=True)`` does not write back; a run of 30 programs finds it and shrinks it to the
-    write alone."""
-    report = fuzz(seed=1, budget=30, frameworks=["paddle"], modes=["to_static_full_graph"], out=None,
+    """Seed 3's 30 programs include an in-place write on a function's input that paddle's
+    ``to_static(full_graph=True)`` does not write back; the run finds it and shrinks it to the write alone.
+    (Seed 1's 30 programs now include a matmul with out= into unbind's outputs, a finding of paddle's that
+    comes and goes with what ran before it in the same test process; this test is not about it.)"""
+    report = fuzz(seed=3, budget=30, frameworks=["paddle"], modes=["to_static_full_graph"], out=None,
                   shrink_budget=60, timeout=60)
     assert report.cells == ["paddle", "paddle:to_static_full_graph"]
     dropped = [r for r in report.of(FINDING) if r.cause.family == COMPILED
