@@ -341,7 +341,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stop = session.shouldstop or session.shouldfail
     if stop and not state.interrupted:  # -x, --maxfail: the rest of the selected cells never ran
         selected = len(session.items) or session.testscollected
-        state.stopped = f"pytest {str(stop).rstrip('.')}"
+        state.stopped = f"pytest {stop.rstrip('.')}" if isinstance(stop, str) else "-x or --maxfail reached"
         state.notes.append((f"stopped early ({state.stopped}): {state.reported} of {selected} cell(s) ran; the "
                             f"rest are in neither the results nor the summary (--resume runs them)", {"red": True}))
     absent = absent_columns(config)

@@ -66,7 +66,7 @@ def split_guide(page: str, index_name: str, folder: str) -> tuple[str, dict[str,
             entries = len(_ENTRY.findall(texts[found.group(1)]))
             index[line_number] = f"{line} ({entries} hazard{'s' if entries != 1 else ''})"
     index_text = "\n".join(index).rstrip("\n") + "\n"
-    homes = _homes(index_text, texts, index_name, folder)
+    homes = _homes(index_text, texts)
     index_text = _relinked(index_text, None, homes, index_name, folder)
     return index_text, {name: _relinked(text, name, homes, index_name, folder).replace(
         _UP.format(words=""), f"[Porting guide](../{index_name}) · ") for name, text in texts.items()}
@@ -77,7 +77,7 @@ def _direction_words(line: str) -> str:
     return found.group(1) if found else "the same on both"
 
 
-def _homes(index: str, pages: Mapping[str, str], index_name: str, folder: str) -> dict[str, str | None]:
+def _homes(index: str, pages: Mapping[str, str]) -> dict[str, str | None]:
     """Each anchor and the page that holds it (None: the index)."""
     homes: dict[str, str | None] = {}
     for name, text in [(None, index), *pages.items()]:
