@@ -336,6 +336,38 @@ class Adapter:
         self.require_parameter(dotted, "inplace")
         return f"{dotted}({', '.join([*args, f'inplace={inplace}'])})"
 
+    #: The class of modules, as generated code names it.
+    module_class: ClassVar[str] = "nn.Module"
+    #: The method that registers a forward hook, by when it runs (torch's names).
+    forward_hooks: ClassVar[dict[str, str]] = {"pre": "register_forward_pre_hook", "post": "register_forward_hook"}
+
+    def forward_hook(self, module: str, when: str, seen: str) -> list[str]:
+        """A hook that copies the module's first input into *seen* and returns None (a hook that returns a
+        value replaces the input or the output)."""
+        method = self.forward_hooks[when]
+        self.require_attribute_of(self.module_class, method)
+        hook = f"_{seen}_hook"
+        return [f"def {hook}(module, inputs, *output):",
+                f"    {self.copy_into(seen, 'inputs[0].detach()')}",
+                f"{module}.{method}({hook})"]
+
+    def copy_into(self, target: str, source: str) -> str:
+        return f"{target}.copy_({source})"
+
+    def full_backward_hook(self, module: str) -> list[str]:
+        self.require_attribute_of(self.module_class, "register_full_backward_hook")
+        return [f"{module}.register_full_backward_hook(lambda module, grad_input, grad_output: None)"]
+
+    def require_attribute_of(self, dotted: str, attribute: str) -> None:
+        """Unsupported unless the class *dotted* names has *attribute* in the installed framework."""
+        if not hasattr(self.resolve(dotted), attribute):
+            raise Unsupported(f"{dotted} has no {attribute} in {self.name} {self.version}")
+
+    def init_constant(self, tensor: str, value: str) -> str:
+        """Initialise a parameter in place with a constant, as model code does (``nn.init.constant_``)."""
+        self.resolve("nn.init.constant_")
+        return f"nn.init.constant_({tensor}, {value})"
+
     def mse_loss(self, a: str, b: str) -> str:
         self.resolve("F.mse_loss")
         return f"F.mse_loss({a}, {b})"

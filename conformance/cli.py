@@ -318,7 +318,7 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
     """The reproducer with the reference's value beside each print, then the cell run and judged as
     ``conformance run`` does, ending with the verdict: exit 1 when the framework is wrong."""
     from conformance.engine import Engine
-    from conformance.judge.classify import Unjudged
+    from conformance.judge.classify import Partly, Unjudged
     from conformance.records.record import Record
     from conformance.records.selfcheck import self_checking
     from conformance.records.verdict import annotate, differs_from_memory_model, memory_model, verdict
@@ -329,9 +329,10 @@ def _show_judged(case: Any, args: argparse.Namespace, reply: dict[str, Any]) -> 
         reference = engine.reference(case)[0] if record.outcome != "unsupported" else None
     finally:
         engine.close()
-    expected = {name: value for name, value in (reference or {}).items() if not isinstance(value, Unjudged)}
+    expected = {name: value for name, value in (reference or {}).items()
+                if not isinstance(value, (Unjudged, Partly))}
     # Where the judge used a framework's documented copies (a storage model of its own), its values are
-    # the ones beside the prints.
+    # the ones beside the prints; of a value partly undetermined, None stands for an element no one wrote.
     expected.update({str(o["name"]): o["reference"] for o in record.observations if "reference" in o})
     follows_memory = {name: memory_model(record) for name in differs_from_memory_model(record)}
     text = annotate(reply["source"], expected, follows_memory)

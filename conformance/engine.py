@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
-from conformance.judge.classify import Unjudged, classify, misses_in_float32, wrong_result
+from conformance.judge.classify import Partly, Unjudged, classify, misses_in_float32, wrong_result
 from conformance.recent import Recent
 from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
@@ -80,6 +80,8 @@ def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, st
     if reply.get("status") == "ok":  # where the value model stopped, what it gave before is judged
         observations = {name: unpack(value) for name, value in reply["observations"].items()}
         observations.update({name: Unjudged(why) for name, why in reply.get("unjudged", {}).items()})
+        observations.update({name: Partly(observations[name], tuple(elements))
+                             for name, elements in reply.get("undetermined", {}).items() if name in observations})
         return observations, reply.get("stopped"), None
     if reply.get("status") == "failed":
         return None, reply["message"], None

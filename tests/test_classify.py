@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.case.load import Tolerance, load_case
-from conformance.judge.classify import Unjudged, classify, compare, default_tolerance, is_failing
+from conformance.case.load import CaseError, Tolerance, load_case
+from conformance.judge.classify import Partly, Unjudged, classify, compare, default_tolerance, is_failing
 
 from .conftest import SEED
 
@@ -215,3 +215,92 @@ def test_an_observation_the_reference_cannot_give_is_recorded_with_why() -> None
     outcome, details = classify(CASE, reply(), reference, None)
     assert outcome == "error" and "a_grad_after_z" in details["message"]
     assert details["observations"][2]["not_judged"] == "step 11: elements resize_ left undetermined"
+
+
+def _stated(write_case, expected: str, observe: str):
+    return load_case(write_case(f"""
+        id: stated
+        title: t
+        expected: {{{expected}}}
+        steps:
+          - {{op: tensor, out: x, value: [1.0, 2.0]}}
+          - {{op: mul_, args: [x, 2.0]}}
+          - {{observe: {observe}, of: x, name: seen}}
+    """))
+
+
+@pytest.mark.parametrize("kind, stated, observed, outcome", [
+    ("version", "1", 1, "silent-correct"),
+    ("version", "2", 1, "silent-wrong"),  # paddle's own test asserts a counter the framework does not give
+    ("is_leaf", "true", True, "silent-correct"),
+    ("is_leaf", "true", False, "silent-wrong"),
+])
+def test_a_stated_counter_or_property_is_judged_exactly(write_case, kind, stated, observed, outcome) -> None:
+    case = _stated(write_case, f"seen: {stated}", kind)
+    record = {"name": "seen", "kind": kind, "step": 3, "value": observed}
+    got, details = classify(case, reply(observations=[record]), {}, None)
+    assert got == outcome
+    entry = details["observations"][0]
+    assert entry["judged_by"] == "expected" and entry["ok"] is (outcome == "silent-correct")
+    assert entry["reference"] == (int(stated) if kind == "version" else True)
+
+
+def test_without_a_stated_value_a_counter_is_recorded_not_judged(write_case) -> None:
+    case = load_case(write_case("""
+        id: unstated
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0]}
+          - {op: mul_, args: [x, 2.0]}
+          - {observe: version, of: x, name: seen}
+          - {observe: value, of: x}
+    """))
+    observed = [{"name": "seen", "kind": "version", "step": 3, "value": 7},
+                obs([2.0, 4.0], name="value(x)", kind="value", step=4)]
+    got, details = classify(case, reply(observations=observed), {"value(x)": np.array([2.0, 4.0])}, None)
+    assert got == "silent-correct" and "ok" not in details["observations"][0]
+
+
+@pytest.mark.parametrize("expected, message", [
+    ("seen: true", "is an integer"),  # a version counter is no truth value
+    ("seen: 1.5", "is an integer"),
+])
+def test_a_stated_counter_must_be_an_integer(write_case, expected, message) -> None:
+    with pytest.raises(CaseError, match=message):
+        _stated(write_case, expected, "version")
+
+
+def test_a_stated_property_must_be_true_or_false_and_memory_takes_none(write_case) -> None:
+    with pytest.raises(CaseError, match="true or false"):
+        _stated(write_case, "seen: 1", "is_leaf")
+    with pytest.raises(CaseError, match="decides aliases or copies itself"):
+        load_case(write_case("""
+            id: memory
+            title: t
+            expected: {shared: true}
+            steps:
+              - {op: tensor, out: x, value: [1.0]}
+              - {op: detach, args: [x], out: d}
+              - {observe: shares_memory, of: [x, d], name: shared}
+        """))
+
+
+def test_elements_a_growing_resize_left_undetermined_are_not_judged_and_the_others_are(write_case) -> None:
+    case = load_case(write_case("""
+        id: grown
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0, 3.0]}
+          - {op: resize_, args: [x], shape: [5]}
+          - {op: setitem, args: [x, 7.0], index: "3"}
+          - {observe: value, of: x}
+    """))
+    reference = {"value(x)": Partly(np.array([1.0, 2.0, 3.0, 7.0, 0.0]), (4,))}
+    for garbage in (0.0, -3.47e-29, float("nan")):  # whatever memory held
+        observed = [obs([1.0, 2.0, 3.0, 7.0, garbage], name="value(x)", kind="value", step=4)]
+        got, details = classify(case, reply(observations=observed), reference, None)
+        assert got == "silent-correct"
+        assert details["observations"][0]["reference"] == [1.0, 2.0, 3.0, 7.0, None]
+        assert details["observations"][0]["undetermined_elements"] == [4]
+    observed = [obs([1.0, 2.0, 3.0, 0.0, 0.0], name="value(x)", kind="value", step=4)]  # x[3] = 7 lost
+    assert classify(case, reply(observations=observed), reference, None)[0] == "silent-wrong"

@@ -163,3 +163,22 @@ def test_a_complex_literal_is_spelled_as_python_complex_numbers() -> None:
 def test_the_worker_reads_a_complex_array_as_its_pairs_in_the_part_dtype() -> None:
     read = _Run.read(None, "v", "array", np.array([1 + 3j, 2 - 4j], dtype=np.complex64), False, None)
     assert read == {"value": [[1.0, 3.0], [2.0, -4.0]], "dtype": "float32", "shape": [2, 2]}
+
+
+def test_conj_of_a_real_tensor_is_the_tensor_itself_so_a_write_through_it_is_a_write_into_x(write_case) -> None:
+    obs = run(write_case, """\
+  - {op: tensor, out: x, value: [1.0, -2.0]}
+  - {op: conj, args: [x], out: c}
+  - {op: add_, args: [c, 1.0]}
+  - {observe: value, of: x}
+  - {observe: value, of: c}
+""")
+    np.testing.assert_array_equal(obs["value(x)"], [2.0, -1.0])  # torch.conj: "just returns input"
+    np.testing.assert_array_equal(obs["value(c)"], [2.0, -1.0])
+    copied = run(write_case, """\
+  - {op: tensor, out: x, value: [1.0, -2.0]}
+  - {op: conj, args: [x], out: c}
+  - {op: add_, args: [c, 1.0]}
+  - {observe: value, of: x}
+""", copies=("conj",))  # a framework that documents conj as computed (paddle): a new tensor
+    np.testing.assert_array_equal(copied["value(x)"], [1.0, -2.0])

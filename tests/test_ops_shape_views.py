@@ -225,3 +225,32 @@ def test_expand_as_repeats_the_same_elements_and_reshape_as_copies_where_no_view
     np.testing.assert_array_equal(obs["grad(w)"], [[2, 2, 2]])  # each element read by both rows
     np.testing.assert_array_equal(obs["value(r)"], [[100, 4, 2], [5, 3, 6]])  # xt's elements in order
     np.testing.assert_array_equal(obs["value(x)"], [[1, 2, 3], [4, 5, 6]])  # a copy: x keeps its values
+
+
+def test_index_assignment_drops_a_value_s_leading_dimensions_of_size_1_and_sends_its_gradient_back_in_its_shape(
+        write_case) -> None:
+    obs = run(write_case, """\
+  - {op: tensor, out: base, value: [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad: true}
+  - {op: clone, args: [base], out: x}
+  - {op: tensor, out: v, value: [[[10.0, 20.0, 30.0]]], requires_grad: true}
+  - {op: setitem, args: [x, v], index: ":, 0"}
+  - {op: mul, args: [x, x], out: sq}
+  - {op: sum, args: [sq], out: loss}
+  - {op: backward, args: [loss]}
+  - {observe: value, of: x}
+  - {observe: grad, of: v}
+  - {observe: grad, of: base}
+""")
+    np.testing.assert_array_equal(obs["value(x)"], [[10.0, 2.0], [20.0, 4.0], [30.0, 6.0]])
+    np.testing.assert_array_equal(obs["grad(v)"], [[[20.0, 40.0, 60.0]]])  # 2 * v, in v's shape (1, 1, 3)
+    np.testing.assert_array_equal(obs["grad(base)"], [[0.0, 4.0], [0.0, 8.0], [0.0, 12.0]])  # column 0 overwritten
+
+
+def test_a_value_whose_extra_leading_dimension_is_not_1_is_still_refused(write_case) -> None:
+    with pytest.raises(ReferenceFailure, match=r"shape \[2, 2\] does not broadcast to the \[2\] elements"):
+        run(write_case, """\
+  - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+  - {op: tensor, out: v, value: [[1.0, 2.0], [3.0, 4.0]]}
+  - {op: setitem, args: [x, v], index: ":, 0"}
+  - {observe: value, of: x}
+""")

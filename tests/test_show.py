@@ -211,3 +211,25 @@ def test_a_memory_cell_s_values_read_as_the_copy_they_follow_not_as_expected() -
     verdict = _verdict_line(shown.stdout)
     assert verdict.startswith("# verdict: copies: ") and "expected" not in verdict, verdict
     assert f"{differing['name']}" in verdict and verdict.endswith("the values follow the copy"), verdict
+
+
+def test_a_stated_property_is_checked_by_the_reproducer_as_by_the_judge(tmp_path) -> None:
+    """paddle's contiguous() of a transposed view returns the view itself (``c is v``) where the case
+    states it must not: the verdict and the reproducer's self-check both name that property."""
+    if not _committed("paddle"):
+        pytest.skip("paddle is not installed")
+    shown = _show("contiguous_of_transposed_view_keeps_view", "paddle")
+    assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr
+    assert "expected c_is_v = False, got True" in _verdict_line(shown.stdout)
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 1 and "self-check: wrong: c_is_v, value(v)" in ran.stderr, ran.stderr[-2000:]
+
+
+def test_a_reproducer_leaves_the_elements_a_growing_resize_did_not_write_unchecked(tmp_path) -> None:
+    if not _committed("torch"):
+        pytest.skip("torch is not installed")
+    shown = _show("resize_grow_then_read_whole", "torch")
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    assert "# expected: [1, 2, 3, 7, None]" in shown.stdout
+    ran = _run_reproducer(shown.stdout, tmp_path)  # x[4] is whatever memory held: any value passes
+    assert ran.returncode == 0 and "self-check: every judged value" in ran.stdout, ran.stderr[-2000:]

@@ -301,6 +301,18 @@ class PaddleAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
+    module_class = "nn.Layer"
+    forward_hooks = {"pre": "register_forward_pre_hook", "post": "register_forward_post_hook"}
+
+    def copy_into(self, target: str, source: str) -> str:
+        return f"paddle.assign({source}, output={target})"
+
+    def init_constant(self, tensor: str, value: str) -> str:
+        # The initializer classes are paddle's documented way in every 2.x and 3.x release (paddle.nn.init,
+        # with torch's names, arrived later); called on a tensor in dynamic mode they fill it in place.
+        self.resolve("nn.initializer.Constant")
+        return f"nn.initializer.Constant(value={value})({tensor})"
+
     def sgd(self, params: str, lr: str) -> str:
         return f"paddle.optimizer.SGD(learning_rate={lr}, parameters={params})"
 

@@ -132,7 +132,7 @@ class _Checker:
         steps = self.steps(data["steps"], ("steps",), scope={})
         if not steps:
             raise self.fail(("steps",), "steps must not be empty")
-        observed = [s.name for step in steps for s in step.walk() if s.op == "observe"]
+        observed = {s.name: s.kind for step in steps for s in step.walk() if s.op == "observe"}
         if not observed:
             raise self.fail(("steps",), "the case observes nothing: add an 'observe' step")
         return Case(
@@ -147,7 +147,7 @@ class _Checker:
             description=data.get("description", ""),
             tolerance=self.tolerance(data.get("tolerance")),
             timeout=self.timeout(data),
-            expected=self.expected(data.get("expected"), set(observed)),
+            expected=self.expected(data.get("expected"), observed),
             cause=data.get("cause", "").strip(),
             judged_against=data.get("judged_against", "").strip(),
             remedy=self.remedy(data, case_id),
@@ -205,7 +205,10 @@ class _Checker:
             raise self.fail(where, f"{key} must be a positive number, not {value!r}")
         return float(value)
 
-    def expected(self, value: Any, observed: set[str]) -> Mapping[str, Any] | None:
+    def expected(self, value: Any, observed: Mapping[str, str]) -> Mapping[str, Any] | None:
+        """What the case states an observation should be: values for a value or a gradient, an integer
+        for a counter (``version``), true or false for a property (``is_leaf``, ``same_object``, ...).
+        Memory observations decide aliases or copies themselves and take no expectation."""
         if value is None:
             return None
         if not isinstance(value, dict):
@@ -213,8 +216,17 @@ class _Checker:
         for name, item in value.items():
             if name not in observed:
                 raise self.fail(("expected", name), f"expected value for {name!r}, which no step observes")
-            if item is not None:
-                self.numbers(item, ("expected", name), "expected value")
+            spec = OBSERVATIONS[observed[name]]
+            where = ("expected", name)
+            if spec.memory or spec.reads in ("overlap", "address"):
+                raise self.fail(where, f"a {spec.name} observation decides aliases or copies itself; it takes "
+                                       f"no expected value")
+            if spec.reads == "bool" and not isinstance(item, bool):
+                raise self.fail(where, f"a {spec.name} observation is true or false, not {item!r}")
+            if spec.reads == "int" and (isinstance(item, bool) or not isinstance(item, int)):
+                raise self.fail(where, f"a {spec.name} observation is an integer, not {item!r}")
+            if spec.reads == "array" and item is not None:
+                self.numbers(item, where, "expected value")
         return value
 
     # -- steps ---------------------------------------------------------------------

@@ -168,7 +168,9 @@ def _top_level() -> Schema:
         },
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "expected": {"type": "object",
-                     "additionalProperties": {"anyOf": [_ref("numbers"), {"type": "null"}]}},
+                     "description": "what an observation should be: values (a value, a gradient), an integer "
+                                    "(a version counter), true or false (a property such as is_leaf)",
+                     "additionalProperties": {"anyOf": [_ref("numbers"), {"type": "null"}, {"type": "boolean"}]}},
         "steps": {"allOf": [_ref("steps"), {"minItems": 1}]},
     }
     if set(properties) != TOP_LEVEL:  # case.py grew a key: describe it here

@@ -88,7 +88,8 @@ def _judgeable(program: Program) -> bool:
     except (CaseError, ReferenceFailure, ReferenceLimit, MemoryError):
         return False
     last = case.steps[-1]
-    return result.stopped is None and last.name in result.observations and last.name not in result.unjudged
+    return (result.stopped is None and last.name in result.observations and last.name not in result.unjudged
+            and last.name not in result.undetermined)
 
 
 def _observed_at_end(steps: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:

@@ -139,6 +139,21 @@ class Tensor:
     def shape(self) -> tuple[int, ...]:
         return self.positions.shape
 
+    def read_partly(self) -> tuple[np.ndarray, np.ndarray]:
+        """The value and the flat indices of its elements no one has written since a growing ``resize_``
+        (whatever memory held there: only the others can be judged)."""
+        undetermined = self.storage.undetermined
+        if undetermined is None:
+            return self.value, np.zeros(0, dtype=np.int64)
+        missing = np.flatnonzero(undetermined[self.positions])
+        if missing.size and self.reinterpret is not None:
+            self.storage.check_determined(self.positions)  # a dtype view mixes elements: not modelled
+        self.storage.undetermined = None
+        try:
+            return self.value, missing
+        finally:
+            self.storage.undetermined = undetermined
+
     @property
     def value(self) -> np.ndarray:
         """The elements as storage holds them now (a copy)."""
@@ -381,6 +396,9 @@ class Machine:
         #: an observation it cannot give is left out (``unjudged``) rather than ending the run
         self.partial = partial
         self.unjudged: dict[str, str] = {}
+        #: a value some of whose elements are undetermined (a growing ``resize_``): the flat indices of
+        #: those elements, by recorded name; the rest of the value is judged
+        self.undetermined: dict[str, list[int]] = {}
         #: The reference itself computes in float64; with a rounding, the program computed in float32
         #: (:func:`float32_spread`): what ops compute on, and what becomes of each result.
         self.working = np.float64 if rounding is None else rounding.dtype
@@ -575,6 +593,10 @@ class Machine:
                 contribution = self.round(np.asarray(vjp(grad), dtype=self.working)).reshape(parent.shape)
                 grads[parent.id] = (self.round(grads[parent.id] + contribution) if parent.id in grads
                                     else contribution)
+
+    def leave_undetermined(self, step: Step, elements: np.ndarray) -> None:
+        """The elements (flat indices) of the value just recorded for *step* that cannot be judged."""
+        self.undetermined[observation_key(step.name, self.loop)] = [int(i) for i in elements]
 
     def record(self, step: Step, value: np.ndarray | None) -> None:
         self.observations[observation_key(step.name, self.loop)] = value

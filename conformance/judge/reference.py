@@ -55,6 +55,9 @@ class ReferenceResult:
     #: Observations the reference cannot give, by recorded name, with why (only with ``partial``): the
     #: program goes on, e.g. past a read of elements that a growing ``resize_`` left undetermined.
     unjudged: dict[str, str] = field(default_factory=dict)
+    #: Values some of whose elements a growing ``resize_`` left undetermined: their flat indices, by
+    #: recorded name (the other elements are judged).
+    undetermined: dict[str, list[int]] = field(default_factory=dict)
 
 
 def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None, *,
@@ -72,8 +75,10 @@ def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Roundin
     except ReferenceFailure as exc:
         if not partial:
             raise
-        return ReferenceResult(interpreter.observations, stopped=str(exc), unjudged=interpreter.unjudged)
-    return ReferenceResult(interpreter.observations, unjudged=interpreter.unjudged)
+        return ReferenceResult(interpreter.observations, stopped=str(exc), unjudged=interpreter.unjudged,
+                               undetermined=interpreter.undetermined)
+    return ReferenceResult(interpreter.observations, unjudged=interpreter.unjudged,
+                           undetermined=interpreter.undetermined)
 
 
 #: Runs of the program in float32 behind :func:`float32_spread`: rounded to nearest, then stochastically.

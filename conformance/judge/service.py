@@ -72,6 +72,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         reply["stopped"] = result.stopped
     if result.unjudged:
         reply["unjudged"] = result.unjudged
+    if result.undetermined:
+        reply["undetermined"] = result.undetermined
     return reply
 
 

@@ -113,7 +113,15 @@ def _module_reference(m, s) -> None:
 def _call_reference(m, s) -> None:
     module = m.get(s.args[0])
     inputs = [m.tensor(name) for name in s.args[1:]]
-    m.bind(s, *MODULE_KINDS[module.kind].forward(m, module, inputs))
+    hooks = module.options.get("hooks", ())
+    for when, seen in hooks:  # a hook copies the first input as it sees it: before the forward, or after
+        if when == "pre":
+            m.write(seen, inputs[0].value, None)
+    outputs = MODULE_KINDS[module.kind].forward(m, module, inputs)
+    for when, seen in hooks:
+        if when == "post":
+            m.write(seen, inputs[0].value, None)
+    m.bind(s, *outputs)
 
 
 def _call_check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
@@ -316,6 +324,73 @@ register(Op(
         "them in place (torch set_to_none=False, paddle set_to_zero=True); omitted: the call without "
         "arguments, each framework's own default"))},
     run_reference=_zero_grad_reference, run_spell=_zero_grad_spell,
+))
+
+
+# -- hooks on modules ---------------------------------------------------------------------
+
+
+def _forward_hook_reference(m, s) -> None:
+    """A hook that copies the module's first input into a tensor of its own (``out``), before the forward
+    (``pre``) or after it (``post``): after an in-place module, the input it sees is the output."""
+    from conformance.judge.model import Tensor
+
+    seen = Tensor.fresh(np.zeros(tuple(s.fields["shape"]), dtype=np.float32))
+    m.get(s.args[0]).options.setdefault("hooks", []).append((s.fields["when"], seen))
+    m.bind(s, seen)
+
+
+def _forward_hook_spell(w, s) -> None:
+    seen = w.out(s)
+    w.emit(f"{seen} = {w.a.tensor(w.literal(np.zeros(tuple(s.fields['shape'])).tolist()), 'float32', False)}")
+    w.emit(*w.a.forward_hook(s.args[0], s.fields["when"], seen))
+
+
+register(Op(
+    "forward_hook", "out = a tensor of the given shape that a hook on the module fills with the module's "
+    "first input each call: before the forward (when: pre; torch register_forward_pre_hook, paddle "
+    "register_forward_pre_hook) or after it (when: post; torch register_forward_hook, paddle "
+    "register_forward_post_hook).  The hook returns None, so the call is unchanged.", args=("module",),
+    stage="setup",
+    fields={"when": Field("choice", required=True, choices=("pre", "post")),
+            "shape": Field("ints", required=True, doc="the shape of the module's first input")},
+    run_reference=_forward_hook_reference, run_spell=_forward_hook_spell,
+    fuzz="a hook fills a tensor of a shape given by hand",
+))
+
+
+def _backward_hook_reference(m, s) -> None:
+    """A full backward hook that returns None changes no gradient: the program computes what it would
+    without it."""
+    m.get(s.args[0])
+
+
+register(Op(
+    "backward_hook", "module.register_full_backward_hook(hook), a hook that returns None (torch; paddle's "
+    "Layer has no full backward hook).", args=("module",), out="none", stage="setup",
+    run_reference=_backward_hook_reference,
+    run_spell=lambda w, s: w.emit(*w.a.full_backward_hook(s.args[0])),
+    fuzz="a hook that changes nothing adds no value to a drawn program",
+))
+
+
+# -- initialisation in place ------------------------------------------------------------
+
+
+def _init_constant_reference(m, s) -> None:
+    """Initialisation fills the tensor untracked: torch documents that nn.init's functions "all run in
+    torch.no_grad() mode"; paddle's initializers write the parameter's values directly.  A backward that
+    reads the tensor's old values (saved by an op before) must still get those."""
+    target = m.tensor(s.args[0])
+    m.write(target, np.full(target.shape, float(s.fields["value"])), None)
+
+
+register(Op(
+    "init_constant_", "nn.init.constant_(t, value): fill a parameter with a constant, as initialisation "
+    "does (untracked; paddle: paddle.nn.initializer.Constant(value)(t)).", args=("tensor",), out="none",
+    stage="outside", fields={"value": Field("number", required=True)}, run_reference=_init_constant_reference,
+    run_spell=lambda w, s: w.emit(w.a.init_constant(s.args[0], w.literal(s.fields["value"]))),
+    fuzz="initialisation writes a parameter untracked, as an optimizer step does, which the fuzzer draws",
 ))
 
 

@@ -20,7 +20,13 @@ MAX_OBSERVED_ELEMENTS = 1_000_000
 
 
 def _value_reference(m, s) -> None:
-    m.record(s, np.array(m.target(s.of[0]).value, dtype=np.float64))
+    if not m.partial:  # a value is given whole or not at all
+        m.record(s, np.array(m.target(s.of[0]).value, dtype=np.float64))
+        return
+    value, undetermined = m.target(s.of[0]).read_partly()
+    m.record(s, np.array(value, dtype=np.float64))
+    if undetermined.size:
+        m.leave_undetermined(s, undetermined)
 
 
 def _grad_reference(m, s) -> None:

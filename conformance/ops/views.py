@@ -35,9 +35,23 @@ def _getitem_reference(m, s) -> None:
     m.bind(s, source.view(lambda a: a[index]))
 
 
+def assigned(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """*value* as index assignment writes it into elements of *shape*: broadcast, after dropping leading
+    dimensions of size 1 that the target lacks (NumPy's ``a[:, 0] = v`` takes a ``v`` of shape (1, n) for
+    n elements; torch's and paddle's setitem do too)."""
+    value = np.asarray(value)
+    extra = value.ndim - len(shape)
+    if extra > 0 and all(size == 1 for size in value.shape[:extra]):
+        value = value.reshape(value.shape[extra:])
+    if value.ndim > len(shape):
+        raise ValueError(f"a value of shape {list(value.shape)} does not broadcast to the {list(shape)} "
+                         f"elements it is assigned to")
+    return np.broadcast_to(value, shape)
+
+
 def _setitem_reference(m, s) -> None:
     target = m.get(s.args[0]).view(lambda a: a[s.index.resolve(m.counters)])
-    value, node = m.compute(lambda v: (np.broadcast_to(v, target.shape), [lambda g: g]), s.args[1])
+    value, node = m.compute(lambda v: (assigned(v, target.shape), [lambda g: g]), s.args[1])
     m.write(target, value, node)
 
 
