@@ -363,6 +363,42 @@ class Adapter:
         if not hasattr(self.resolve(dotted), attribute):
             raise Unsupported(f"{dotted} has no {attribute} in {self.name} {self.version}")
 
+    #: How a custom function's context is marked, by the case language's mark (none: no such mark).
+    context_marks: ClassVar[dict[str, str]] = {"dirty": "mark_dirty"}
+    #: The base class of a custom autograd function, and the method that returns its saved tensors.
+    function_class: ClassVar[str] = "torch.autograd.Function"
+    saved_tensors: ClassVar[str] = "ctx.saved_tensors"
+
+    def custom_function(self, cls: str, inplace: bool, mark: str) -> list[str]:
+        """A class whose forward saves x, squares it (in place into x, or as a new tensor) and returns it;
+        its backward returns g * 2 * the saved x.  A mark the framework's context lacks is Unsupported."""
+        self.resolve(self.function_class)
+        method = self.context_marks.get(mark) if mark != "none" else None
+        if mark != "none" and method is None:
+            raise Unsupported(f"the context of a {self.function_class} has no mark for {mark!r} in {self.name} "
+                              f"{self.version} (its marks here: {', '.join(self.context_marks.values())})")
+        body = ["        ctx.save_for_backward(x)"]
+        before, after = (method == "mark_not_inplace"), (method is not None and method != "mark_not_inplace")
+        if before:
+            body.append(f"        ctx.{method}(x)")
+        body.append(f"        {self.method('x', 'mul_', 'x')}" if inplace else "        x = x * x")
+        if after:
+            body.append(f"        ctx.{method}(x)")
+        return [f"class {cls}({self.function_class}):",
+                "    @staticmethod",
+                "    def forward(ctx, x):",
+                *body,
+                "        return x",
+                "    @staticmethod",
+                "    def backward(ctx, g):",
+                f"        x, = {self.saved_tensors}",
+                "        return g * 2 * x"]
+
+    def checkpoint_call(self, use_reentrant: bool) -> str:
+        """The call of a checkpointed function (``{fn}``, ``{args}`` to fill in)."""
+        self.require_parameter("torch.utils.checkpoint.checkpoint", "use_reentrant")
+        return f"torch.utils.checkpoint.checkpoint({{fn}}, {{args}}, use_reentrant={use_reentrant})"
+
     def init_constant(self, tensor: str, value: str) -> str:
         """Initialise a parameter in place with a constant, as model code does (``nn.init.constant_``)."""
         self.resolve("nn.init.constant_")

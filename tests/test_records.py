@@ -232,3 +232,18 @@ def test_a_recorded_path_is_relative_to_where_the_run_started_when_inside_it(tmp
     assert recorded_path(tmp_path / "cases" / "seed" / "a.yaml") == "cases/seed/a.yaml"
     assert recorded_path("cases/a.yaml") == "cases/a.yaml"
     assert recorded_path("/elsewhere/cases/a.yaml") == "/elsewhere/cases/a.yaml"
+
+
+def test_an_error_paddle_wraps_is_named_by_the_error_inside_not_by_its_tag() -> None:
+    from conformance.records.record import RaisedException
+
+    wrapped = RaisedException.from_dict({"type": "OSError", "message": (
+        "(External) \n{\n    ===== Error message in backward of GradNodePyLayer_RecomputeFunction(0x55) =====\n"
+        "    ValueError: (InvalidArgument) Leaf Var (eager_in_tmp_0) that doesn't stop gradient can't use "
+        "inplace strategy.\n      [Hint: Expected ...]\n}\n")})
+    assert wrapped.first_line == ("(External) ValueError: (InvalidArgument) Leaf Var (eager_in_tmp_0) that "
+                                  "doesn't stop gradient can't use inplace strategy.")
+    plain = RaisedException.from_dict({"type": "RuntimeError", "message": "(PreconditionNotMet) out of bound.\nmore"})
+    assert plain.first_line == "(PreconditionNotMet) out of bound."
+    bare = RaisedException.from_dict({"type": "OSError", "message": "(External)\nno error line here"})
+    assert bare.first_line == "(External)"

@@ -302,10 +302,19 @@ class PaddleAdapter(Adapter):
         return lines
 
     module_class = "nn.Layer"
+    context_marks = {"not_inplace": "mark_not_inplace"}
+    function_class = "paddle.autograd.PyLayer"
+    saved_tensors = "ctx.saved_tensor()"
     forward_hooks = {"pre": "register_forward_pre_hook", "post": "register_forward_post_hook"}
 
     def copy_into(self, target: str, source: str) -> str:
         return f"paddle.assign({source}, output={target})"
+
+    def checkpoint_call(self, use_reentrant: bool) -> str:
+        # recompute is paddle's documented activation checkpointing for dynamic graphs; use_reentrant chooses
+        # the PyLayer implementation (True) or the one on saved-tensor hooks (False), as torch's does.
+        self.require_parameter("paddle.distributed.fleet.utils.recompute", "use_reentrant")
+        return f"paddle.distributed.fleet.utils.recompute({{fn}}, {{args}}, use_reentrant={use_reentrant})"
 
     def init_constant(self, tensor: str, value: str) -> str:
         # The initializer classes are paddle's documented way in every 2.x and 3.x release (paddle.nn.init,

@@ -260,7 +260,7 @@ class _Checker:
         args = self.args(spec, data.get("args", []), where, scope)
         fields = self.fields(spec, data, where, scope)
         index = None
-        if "index" in spec.fields:
+        if "index" in spec.fields and data.get("index") is not None:  # optional in augmented assignment
             try:
                 index = parse_index(data["index"])
             except ValueError as exc:

@@ -15,6 +15,8 @@ from conformance.ops import inplace_table  # noqa: F401  (in-place ops of paddle
 from conformance.ops import complex  # noqa: F401  (complex tensors and their views)
 from conformance.ops import autograd_state, masks  # noqa: F401  (retain_grad; bool masks and indexing with them)
 from conformance.ops import dtype_views  # noqa: F401  (memory read as another dtype)
+from conformance.ops import custom_functions  # noqa: F401  (a user's own forward and backward)
+from conformance.ops import checkpoint  # noqa: F401  (a block recomputed during backward)
 from conformance.ops.modules import MODULE_KINDS
 from conformance.ops._op import Observation
 

@@ -43,7 +43,9 @@ def _spell(w, s) -> None:
                labelled=True)
 
 
-def _reference(m, s) -> None:
+def run_as_function(m, s) -> None:
+    """The block's steps run as a Python function runs them: its arguments are the only names it sees, and
+    the call binds what it returns."""
     outer = m.env
     m.env = {name: outer[name] for name in s.args}  # a function sees its arguments only
     try:
@@ -60,7 +62,7 @@ def _walk(steps: Any, local: set[str], fail: Callable[[str], Exception]) -> None
         if not isinstance(step, Mapping):
             continue
         if "observe" in step:
-            raise fail("a compiled function holds no observation: observe its arguments and results after it")
+            raise fail("a function block holds no observation: observe its arguments and results after it")
         op = OPS.get(step.get("op"))
         if op is None:
             continue
@@ -69,7 +71,7 @@ def _walk(steps: Any, local: set[str], fail: Callable[[str], Exception]) -> None
         reads += [step[k] for k, f in op.fields.items() if f.type == "name" and k != "var" and step.get(k)]
         for name in reads:
             if name.partition(".")[0] not in local:
-                raise fail(f"the compiled function reads {name!r}, which is neither one of its arguments nor "
+                raise fail(f"the function reads {name!r}, which is neither one of its arguments nor "
                            f"bound before in its body: add it to the block's args")
         if op.block:
             if op.fields.get("var") is not None and step.get("var"):
@@ -79,7 +81,8 @@ def _walk(steps: Any, local: set[str], fail: Callable[[str], Exception]) -> None
         local.update(n for n in (out if isinstance(out, list) else [out]) if isinstance(n, str))
 
 
-def _check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
+def check_function_block(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[str], Exception]) -> None:
+    """A block that is a function: it reads its arguments and what it binds, and returns names it binds."""
     args = data.get("args", [])
     local = {a for a in (args if isinstance(args, list) else [args]) if isinstance(a, str)}
     params = set(local)
@@ -88,7 +91,7 @@ def _check(data: Mapping[str, Any], scope: Mapping[str, str], fail: Callable[[st
     returned = [n for n in (out if isinstance(out, list) else [out]) if isinstance(n, str)]
     for name in returned:
         if name not in local:
-            raise fail(f"the compiled function returns {name!r}, which it does not bind")
+            raise fail(f"the function returns {name!r}, which it does not bind")
     # The loader saw the body's names as the enclosing scope's: the ones it neither takes nor returns are the
     # function's locals, and no later step can use them.
     if isinstance(scope, dict):
@@ -103,6 +106,6 @@ register(Op(
     "sees only its arguments and what it binds; it may write into its arguments; it holds no observation.",
     args=("*tensor",), out="many", block=True,
     fields={"steps": Field("steps", required=True)},
-    check=_check, run_reference=_reference, run_spell=_spell,
+    check=check_function_block, run_reference=run_as_function, run_spell=_spell,
     fuzz="a function's arguments and returns must agree with its body's names: written by hand",
 ))

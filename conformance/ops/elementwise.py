@@ -222,9 +222,16 @@ _ATTRIBUTE = Field("choice", choices=("data",), doc=(
     "defines no in-place operator, Python stores the result through the attribute's setter"))
 
 
+_TARGET_INDEX = Field("index", doc=(
+    "assign into these elements in one statement (x[0, :] *= v): Python reads x[index], applies the "
+    "operator, and stores the result back through x[index] = ..."))
+
+
 def _attribute_check(data, scope, fail) -> None:
     args = data.get("args")
     first = args[0] if isinstance(args, list) and args else args
+    if data.get("attribute") and data.get("index") is not None:
+        raise fail("an augmented assignment goes through an attribute or an index, not both")
     if data.get("attribute") and scope.get(first) != "tensor":
         raise fail(f"{first!r} is an {scope.get(first)}: only a tensor has the attribute {data['attribute']!r}")
 
@@ -234,6 +241,9 @@ def _augmented(fn: Callable):
         target = m.get(s.args[0])
         if s.fields.get("attribute"):  # a.data op= b: a write into a's storage that no history records
             target = target.alias()
+        if s.index is not None:  # x[i] op= b: the elements x[i] take x[i] op b (whether the operator writes
+            index = s.index.resolve(m.counters)  # the view in place or binds a result stored back by setitem)
+            target = target.view(lambda a: a[index])
         m.inplace(target, fn, s.args[1])
     return reference
 
@@ -249,6 +259,8 @@ def _augmented_fuzz(d):
 
 def _augmented_target(w, s) -> str:
     attribute = s.fields.get("attribute")
+    if s.index is not None:
+        return f"{s.args[0]}[{s.index.source()}]"
     return w.attribute(s.args[0], attribute) if attribute else s.args[0]
 
 
@@ -273,7 +285,8 @@ for _b in BINARY.values():
             "i" + _b.name, f"a {_b.symbol}= b, Python augmented assignment"
             + (f" (not a.{_b.method}(b))" if _b.method else "") + f"; with attribute, a.data {_b.symbol}= b in one "
             "statement.",
-            args=("data", "operand"), out="none", rebinds=True, fields={"attribute": _ATTRIBUTE},
+            args=("data", "operand"), out="none", rebinds=True,
+            fields={"attribute": _ATTRIBUTE, "index": _TARGET_INDEX},
             check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_b.fuzz or _augmented_fuzz,
             run_spell=(lambda sym: lambda w, s: w.emit(f"{_augmented_target(w, s)} {sym}= {w.arg(s, 1)}"))(
                 _b.symbol),

@@ -212,10 +212,12 @@ class Writer:
                       f"steps {steps}, compiled by the mode {self.mode!r}", region[0])
 
     def function(self, name: str, params: Sequence[str], returns: Sequence[str], steps: Sequence[Step],
-                 compiler: str, note: str, caller: Step, labelled: bool = False) -> None:
+                 compiler: str | None, note: str, caller: Step, labelled: bool = False,
+                 call: str | None = None) -> None:
         """*steps* as a function ``name(params)`` that returns *returns*, defined before the program and
-        wrapped by *compiler* (``torch.compile(name)``); then, as *caller*, the call that rebinds *returns*
-        (*labelled*: a reproducer has labelled *caller* already)."""
+        wrapped by *compiler* (``torch.compile(name)``; None: not wrapped); then, as *caller*, the call that
+        rebinds *returns* (*labelled*: a reproducer has labelled *caller* already): ``name(params)``, or
+        *call* with ``{fn}`` and ``{args}`` filled in (``checkpoint({fn}, {args})``)."""
         outer_lines, outer_depth, outer_inside = self.lines, self.depth, self.in_function
         self.lines, self.depth, self.in_function = [], 1, True
         try:
@@ -227,14 +229,15 @@ class Writer:
                 self.emit("pass")
         finally:
             body, self.lines, self.depth, self.in_function = self.lines, outer_lines, outer_depth, outer_inside
-        self.functions += [comment(note), f"def {name}({', '.join(params)}):", *body, f"{name} = {compiler}", ""]
+        self.functions += [comment(note), f"def {name}({', '.join(params)}):", *body,
+                           *([f"{name} = {compiler}"] if compiler is not None else []), ""]
         self.current = caller.number
         if self.in_function:  # a function called from a compiled function: the outer call is the marked one
             if not labelled:
                 self.label(f"step {caller.number}: {caller.op} (line {caller.line})")
         elif self.harness or not labelled:
             self.mark(caller, phase="compiled")
-        call = f"{name}({', '.join(params)})"
+        call = f"{name}({', '.join(params)})" if call is None else call.format(fn=name, args=", ".join(params))
         self.emit(f"{', '.join(returns)}{',' if len(returns) == 1 else ''} = {call}" if returns else call)
 
     # -- pieces of a statement -------------------------------------------------------

@@ -115,7 +115,16 @@ class RaisedException:
 
     @property
     def first_line(self) -> str:
-        return next((line.strip() for line in self.message.splitlines() if line.strip()), "")
+        """The message's first line; where that is only paddle's tag of an error raised further in
+        (``(External)``, then a banner), the tag and the inner error's line."""
+        lines = [line.strip() for line in self.message.splitlines() if line.strip()]
+        if not lines:
+            return ""
+        if _WRAPPER_TAG.fullmatch(lines[0]):
+            inner = next((line for line in lines[1:] if _INNER_ERROR.match(line)), None)
+            if inner is not None:
+                return f"{lines[0]} {inner}"
+        return lines[0]
 
     @classmethod
     def from_dict(cls, raw: Any) -> RaisedException | None:
@@ -126,6 +135,11 @@ class RaisedException:
                    phase=raw.get("phase"), step=raw.get("step"), line=raw.get("line"),
                    iteration=raw.get("iteration"), op=raw.get("op"))
 
+
+#: Paddle's tag alone on the first line of an error it wraps (an error raised in a PyLayer's backward), and the
+#: line of the error inside.
+_WRAPPER_TAG = re.compile(r"\([A-Za-z]+\)")
+_INNER_ERROR = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception): ")
 
 #: What a name field of a record may hold, and a framework version (``2.13.0``, ``3.3.1+paddle3.3.1``, and
 #: ``not installed`` for a cell of a framework that was not).
