@@ -319,6 +319,10 @@ class Adapter:
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
         raise NotImplementedError
 
+    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        """A BatchNorm1d over (N, C) with the given weight, bias and running statistics, in eval mode."""
+        raise NotImplementedError
+
     #: Each activation module's class, and the arguments every program passes it: RReLU's lower bound
     #: equals its upper, so its slope is 0.25 and not drawn at random in training mode (the module's
     #: default mode in both frameworks).
@@ -425,6 +429,11 @@ class Adapter:
     def backward_gradient(self, x: str, gradient: str, retain_graph: bool) -> str:
         """``x.backward(gradient)``: the backward from *x* starting from the tensor *gradient*."""
         return f"{x}.backward({gradient}, retain_graph=True)" if retain_graph else f"{x}.backward({gradient})"
+
+    def autocast(self, dtype: str, device: str) -> str:
+        """The ``with`` line that opens a mixed-precision region on *device*."""
+        self.resolve("torch.autocast")
+        return f"with torch.autocast({'cuda' if device == 'gpu' else 'cpu'!r}, dtype=torch.{dtype}):"
 
     def no_grad(self) -> str:
         self.resolve(f"{self.root}.no_grad")

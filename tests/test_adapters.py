@@ -520,3 +520,29 @@ def test_committed_results_find_paddle_from_dlpack_in_every_release() -> None:
     assert any("2.6.2" in path.name for path in paddle_columns)
     cells = [r for r in iter_records(paddle_columns) if r.case == "from_dlpack_shares_array"]
     assert cells and all(r.outcome != "unsupported" for r in cells), [(r.framework_version, r.outcome) for r in cells]
+
+
+@pytest.mark.parametrize("framework", framework_params())
+def test_a_bfloat16_result_is_read_as_its_values_and_judged_as_bfloat16(engine, write_case, framework: str) -> None:
+    """NumPy has no bfloat16: torch's numpy() refuses one and paddle's gives its bits as uint16.  Users widen
+    it to float32 to read it; so does the harness, and the record keeps the tensor's dtype."""
+    case = load_case(write_case("""
+        id: bf16_read
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [[1.0, 2.0]]}
+          - op: linear
+            out: fc
+            weight: [[1.0, 1.0], [2.0, -1.0]]
+            bias: [0.5, 0.0]
+          - op: autocast
+            dtype: bfloat16
+            steps:
+              - {op: call, args: [fc, x], out: y}
+          - {observe: value, of: y}
+    """))
+    record = engine.run_cell(case, framework, "cpu")
+    assert record["outcome"] in ("silent-correct", "warns"), record["details"]  # paddle: no autocast on a CPU
+    observed = record["details"]["observations"][0]
+    assert observed["value"] == [[3.5, 0.0]] and observed["ok"] is True
+    assert observed["dtype"] == ("bfloat16" if framework == "torch" else "float32"), observed

@@ -301,6 +301,18 @@ class PaddleAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
+    #: paddle's names of a batch norm's running statistics
+    buffer_names = {"running_mean": "_mean", "running_var": "_variance"}
+
+    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        lines = [f"{out} = nn.BatchNorm1D({len(params['weight'])})"]
+        lines += [self._set(f"{out}.{self.buffer_names.get(name, name)}", value) for name, value in params.items()]
+        return lines + [f"{out}.eval()"]
+
+    def autocast(self, dtype: str, device: str) -> str:
+        self.require_parameter("paddle.amp.auto_cast", "dtype")
+        return f"with paddle.amp.auto_cast(dtype={dtype!r}):"
+
     module_class = "nn.Layer"
     context_marks = {"not_inplace": "mark_not_inplace"}
     function_class = "paddle.autograd.PyLayer"
@@ -334,6 +346,8 @@ class PaddleAdapter(Adapter):
         return f"{optimizer}.clear_grad(set_to_zero={set_to == 'zero'})"
 
     def parameter(self, module_kind: str, module: str, name: str) -> tuple[str, bool]:
+        if module_kind == "batch_norm" and name in self.buffer_names:
+            return f"{module}.{self.buffer_names[name]}", False
         expr, _ = super().parameter(module_kind, module, name)
         return expr, module_kind == "linear" and name == "weight"
 
@@ -349,11 +363,14 @@ class PaddleAdapter(Adapter):
     def read_values(self, tensor: Any) -> np.ndarray:
         import numpy as np
 
-        # paddle's users read a tensor, on any device and whether it needs a gradient, with .numpy()
+        # paddle's users read a tensor, on any device and whether it needs a gradient, with .numpy(); its
+        # numpy() gives a bfloat16 tensor's bits as uint16, so they widen one to float32 first
+        if tensor.dtype == self.fw.bfloat16:
+            tensor = tensor.astype("float32")
         return np.array(tensor.numpy())
 
     def read_expression(self, x: str) -> str:
-        return f"{x}.numpy()"
+        return f"({x}.astype('float32') if {x}.dtype == paddle.bfloat16 else {x}).numpy()"
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         shape = tuple(tensor.shape)

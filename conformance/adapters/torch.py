@@ -170,6 +170,11 @@ class TorchAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
+    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
+        lines = [f"{out} = nn.BatchNorm1d({len(params['weight'])}, device=DEVICE)", "with torch.no_grad():"]
+        lines += [self._set(f"{out}.{name}", value) for name, value in params.items()]
+        return lines + [f"{out}.eval()"]
+
     def sgd(self, params: str, lr: str) -> str:
         return f"torch.optim.SGD({params}, lr={lr})"
 
@@ -186,12 +191,16 @@ class TorchAdapter(Adapter):
         return "torch.cuda.memory_allocated()" if device == "gpu" else None
 
     def read_values(self, tensor: Any) -> np.ndarray:
-        # torch refuses .numpy() of a tensor that requires grad: its users read through detach()
+        # torch refuses .numpy() of a tensor that requires grad: its users read through detach(); NumPy has
+        # no bfloat16, so they widen one to float32 first (every bfloat16 is a float32)
+        if tensor.dtype == self.fw.bfloat16:
+            tensor = tensor.float()
         return tensor.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
 
     def read_expression(self, x: str) -> str:
         # as read_values: numpy() refuses a tensor with the conjugate or negative bit (x.conj(), x.conj().imag)
-        return f"{x}.detach().cpu().resolve_conj().resolve_neg().numpy()"
+        return (f"({x}.float() if {x}.dtype == torch.bfloat16 else {x})"
+                ".detach().cpu().resolve_conj().resolve_neg().numpy()")
 
     def memory_layout(self, tensor: Any) -> tuple[int, Sequence[int], Sequence[int], int]:
         return tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.element_size()

@@ -84,6 +84,20 @@ register(Op(
     "no_grad", "Run the nested steps without recording gradients.", out="none", block=True,
     fields={"steps": _STEPS}, run_reference=_no_grad_reference, run_spell=_no_grad_spell,
 ))
+def _autocast_spell(w, s) -> None:
+    w.emit(w.a.autocast(s.fields["dtype"], w.device))
+    with w.indented():
+        w.steps(s.steps)
+
+
+register(Op(
+    "autocast", "Run the nested steps under automatic mixed precision (torch.autocast(device, dtype=...), "
+    "paddle.amp.auto_cast(dtype=...)): the ops autocast lists compute in the lower precision; the values "
+    "mean what they mean without it (cases keep to numbers the lower precision holds exactly).", out="none",
+    block=True, fields={"steps": _STEPS, "dtype": Field("choice", required=True, choices=("bfloat16", "float16"))},
+    run_reference=lambda m, s: m.run(s.steps), run_spell=_autocast_spell,
+    fuzz="mixed precision rounds every value it touches; the fuzzer's programs are judged in float32 and float64",
+))
 register(Op(
     "measure_allocated", "Record the device memory the nested steps allocate, where the framework and "
     "device report it.", out="none", block=True,

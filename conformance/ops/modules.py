@@ -77,22 +77,45 @@ def _activation_forward(m, module, inputs) -> list:
     return [m.new(fn, inputs[0])]
 
 
+#: The eps both frameworks' batch norm uses by default.
+BATCH_NORM_EPS = 1e-5
+
+
+def _batch_norm_eval_fn(x, weight, bias, mean, var):
+    """Batch norm in eval mode over (N, C): the running statistics normalise; they are buffers, with no
+    gradient, and backward reads them as the forward used them."""
+    scale = 1.0 / np.sqrt(var + BATCH_NORM_EPS)
+    normalised = (x - mean) * scale
+    y = normalised * weight + bias
+    return y, [lambda g: g * weight * scale, lambda g: (g * normalised).sum(axis=0), lambda g: g.sum(axis=0),
+               lambda g: np.zeros_like(mean), lambda g: np.zeros_like(var)]
+
+
+def _batch_norm_forward(m, module, inputs) -> list:
+    p = module.params
+    return [m.new(_batch_norm_eval_fn, inputs[0], p["weight"], p["bias"], p["running_mean"], p["running_var"])]
+
+
 @dataclass(frozen=True)
 class ModuleKind:
     """A kind of module: its parameters (neutral layout), how many names a call binds, its forward, and what
-    a call's backward reads (``Op.saves``; an activation's is its function's)."""
+    a call's backward reads (``Op.saves``; an activation's is its function's).  ``buffers``: the
+    parameters that are state, not trained (a batch norm's running statistics): they require no grad."""
 
     name: str
     parameters: tuple[str, ...]
     outputs: int
     forward: Callable[[Any, Any, list], list]
     saves: tuple[str, ...] = ()
+    buffers: tuple[str, ...] = ()
 
 
 MODULE_KINDS: dict[str, ModuleKind] = {k.name: k for k in (
     ModuleKind("linear", ("weight", "bias"), 1, _linear_forward, saves=("input",)),
     ModuleKind("rnn", ("weight_ih", "weight_hh", "bias_ih", "bias_hh"), 2, _rnn_forward, saves=("inputs",)),
     ModuleKind("activation", (), 1, _activation_forward),
+    ModuleKind("batch_norm", ("weight", "bias", "running_mean", "running_var"), 1, _batch_norm_forward,
+               saves=("input",), buffers=("running_mean", "running_var")),
 )}
 
 
@@ -105,7 +128,8 @@ def _module_reference(m, s) -> None:
     for name in kind.parameters:
         if s.fields.get(name) is not None:
             param = Tensor.fresh(literal(s.fields[name], "float32"))
-            param._node = Node(param.shape, leaf=param, requires_grad=True)
+            if name not in kind.buffers:
+                param._node = Node(param.shape, leaf=param, requires_grad=True)
             module.params[name] = param
     m.bind(s, module)
 
@@ -202,6 +226,23 @@ register(Op(
     run_spell=lambda w, s: w.emit(*w.a.rnn(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["rnn"].parameters},
                                            w.device)),
     fuzz=_rnn_fuzz,
+))
+def _batch_norm_check(data, scope, fail) -> None:
+    sizes = {name: np.shape(data.get(name)) for name in MODULE_KINDS["batch_norm"].parameters}
+    if len(set(sizes.values())) != 1 or len(next(iter(sizes.values()))) != 1:
+        raise fail(f"a batch norm's weight, bias, running_mean and running_var are vectors of one length "
+                   f"(the channels), not of shapes {sizes}")
+
+
+register(Op(
+    "batch_norm", "A BatchNorm1d module over (N, C) in eval mode (its running statistics normalise the input "
+    "and are not updated), with the given weight, bias and running statistics (buffers, not trained; paddle "
+    "names them _mean and _variance).", binds="batch_norm", stage="setup",
+    fields={name: _VALUE for name in MODULE_KINDS["batch_norm"].parameters}, check=_batch_norm_check,
+    run_reference=_module_reference,
+    run_spell=lambda w, s: w.emit(*w.a.batch_norm(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["batch_norm"]
+                                                                .parameters}, w.device)),
+    fuzz="a module of four vectors given by hand; the fuzzer draws Linear and RNN modules",
 ))
 register(Op(
     "activation", "An activation module, with the in-place flag where asked.", binds="activation",

@@ -47,6 +47,10 @@ __all__ = ["main"]
 MAX_NATIVE_OUTPUT = 8000
 
 
+#: A tensor dtype NumPy has no type for, by the name both frameworks print (``torch.bfloat16``,
+#: ``paddle.bfloat16``): read widened to float32, judged with that dtype's tolerance.
+_LOW_PRECISION = {"bfloat16": "bfloat16"}
+
 class HarnessFault(Exception):
     """A fault of the harness (not of the framework) while reading a result."""
 
@@ -107,12 +111,16 @@ class _Run:
                 since: str | None = None) -> None:
         obj = getter()  # the framework's own action: an exception here is the framework's
         reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
+        held_as = None  # a dtype NumPy has no type for (bfloat16): the tensor's, read widened
         if reads == "array" and obj is not None and self.adapter.is_tensor(obj):
+            held_as = _LOW_PRECISION.get(str(obj.dtype).rsplit(".", 1)[-1])
             obj = self.adapter.read_values(obj)  # as a user of the framework reads them: theirs too
         self.reading = True
         try:
             record = {"name": key, "kind": kind, "step": self.step}
             record.update(self.read(key, reads, obj, transposed, since))
+            if held_as and "dtype" in record:
+                record["dtype"] = held_as
         except HarnessFault:
             raise
         except Exception as exc:
@@ -122,6 +130,7 @@ class _Run:
         self.observations.append(record)
 
     def read(self, key: str, reads: str, obj: Any, transposed: bool, since: str | None) -> dict[str, Any]:
+        """The observed object as data (an array's values, dtype and shape; an overlap; an int or bool)."""
         if reads == "array":
             if obj is None:
                 return {"value": None}
