@@ -569,3 +569,15 @@ def test_a_tight_tolerance_still_loads(write_case) -> None:
     text = "id: t\ntitle: t\ntolerance: {rtol: 0.001, atol: 0.0}\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n" \
            "  - {observe: value, of: x}\n"
     assert load_case(write_case(text)).tolerance.rtol == 0.001
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("..., 0, ...", "holds '...' twice"),
+    ("[True, 1]", "integers, e.g. [0, 2], or booleans"),
+    ("[true]", "integers, e.g. [0, 2], or booleans"),  # YAML's spelling is not Python's
+])
+def test_an_index_refuses_a_second_ellipsis_and_mixed_lists(spec: str, message: str) -> None:
+    from conformance.case.index import parse_index
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_index(spec)

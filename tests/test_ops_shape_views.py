@@ -254,3 +254,22 @@ def test_a_value_whose_extra_leading_dimension_is_not_1_is_still_refused(write_c
   - {op: setitem, args: [x, v], index: ":, 0"}
   - {observe: value, of: x}
 """)
+
+
+def test_an_index_with_ellipsis_none_and_a_list_of_booleans_reads_as_numpy_reads_it(write_case) -> None:
+    obs = run(write_case, """\
+  - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+  - {op: getitem, args: [x], index: ":, None", out: u}
+  - {op: setitem, args: [u, 9.0], index: "1, 0, 0"}
+  - {op: getitem, args: [x], index: "..., 1", out: c}
+  - {op: mul_, args: [c, 10.0]}
+  - {op: clone, args: [x], out: w}
+  - {op: setitem, args: [w, 0.0], index: ":, [True, False]"}
+  - {op: getitem, args: [x], index: "[False, True]", out: picked}
+  - {observe: value, of: x}
+  - {observe: value, of: w}
+  - {observe: value, of: picked}
+""")
+    np.testing.assert_array_equal(obs["value(x)"], [[1.0, 20.0], [9.0, 40.0]])  # both writes through views
+    np.testing.assert_array_equal(obs["value(w)"], [[0.0, 20.0], [0.0, 40.0]])  # column 0, where the list is true
+    np.testing.assert_array_equal(obs["value(picked)"], [[9.0, 40.0]])

@@ -1,8 +1,10 @@
 """Index expressions of ``getitem`` / ``setitem`` steps, parsed without eval.
 
 Grammar: comma-separated items; each item is an integer, a loop variable, a
-slice ``start:stop:step`` whose parts are optional integers, or a list of integers
-``[0, 2]`` (advanced indexing: ``t[[0, 2]]`` reads a copy, and writes those elements).
+slice ``start:stop:step`` whose parts are optional integers, ``...`` (the dimensions
+not named), ``None`` (a new dimension of size 1), or a list of integers ``[0, 2]`` or
+of booleans ``[True, False]`` (advanced indexing: ``t[[0, 2]]`` reads a copy, and
+writes those elements; a list of booleans picks where it is true).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ __all__ = ["Index", "parse_index"]
 _INT = re.compile(r"-?\d+\Z")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
-Item = Union[int, str, tuple]  # int, loop-variable name, ("slice", start, stop, step) or ("list", (i, ...))
+# int, loop-variable name, ("slice", start, stop, step), ("list", (i, ...)) of ints or bools, ("ellipsis",),
+# ("none",)
+Item = Union[int, str, tuple]
+_BOOLEANS = {"True": True, "False": False}
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,11 @@ class Index:
         """A NumPy-style index tuple, with loop variables taken from *env*."""
         out: list = []
         for item in self.items:
-            if isinstance(item, tuple) and item[0] == "list":
+            if isinstance(item, tuple) and item[0] == "ellipsis":
+                out.append(Ellipsis)
+            elif isinstance(item, tuple) and item[0] == "none":
+                out.append(None)
+            elif isinstance(item, tuple) and item[0] == "list":
                 out.append(list(item[1]))
             elif isinstance(item, tuple):
                 out.append(slice(*item[1:]))
@@ -51,6 +60,10 @@ class Index:
 
 
 def _item_source(item: Item) -> str:
+    if isinstance(item, tuple) and item[0] == "ellipsis":
+        return "..."
+    if isinstance(item, tuple) and item[0] == "none":
+        return "None"
     if isinstance(item, tuple) and item[0] == "list":
         return "[" + ", ".join(map(str, item[1])) + "]"
     if isinstance(item, tuple):
@@ -70,10 +83,20 @@ def parse_index(spec: object) -> Index:
     items: list[Item] = []
     for raw in _split(spec):
         part = raw.strip()
-        if part.startswith("["):
+        if part == "...":
+            if any(item == ("ellipsis",) for item in items):
+                raise ValueError(f"index {spec!r} holds '...' twice")
+            items.append(("ellipsis",))
+        elif part == "None":
+            items.append(("none",))
+        elif part.startswith("["):
             entries = [entry.strip() for entry in part[1:-1].split(",")] if part.endswith("]") else None
+            if entries and all(entry in _BOOLEANS for entry in entries):
+                items.append(("list", tuple(_BOOLEANS[entry] for entry in entries)))
+                continue
             if not entries or not all(_INT.match(entry) for entry in entries):
-                raise ValueError(f"a list in index {spec!r} must hold integers, e.g. [0, 2], not {part!r}")
+                raise ValueError(f"a list in index {spec!r} must hold integers, e.g. [0, 2], or booleans, e.g. "
+                                 f"[True, False], not {part!r}")
             items.append(("list", tuple(int(entry) for entry in entries)))
         elif ":" in part:
             bounds = part.split(":")

@@ -24,10 +24,11 @@ Schema = dict[str, Any]
 _NAME = "^" + NAME_PATTERN.pattern.removesuffix(r"\Z") + "$"
 _ID = "^" + ID_PATTERN.pattern.removesuffix(r"\Z") + "$"
 _NAME_CHARS = _NAME[1:-1]
-# One index item as conformance.index.parse_index reads it: integer, loop variable or slice.
+# One index item as conformance.index.parse_index reads it: integer, loop variable, slice, ..., None, or a list.
 _BOUND = r"\s*(?:-?\d+)?\s*"
 _INDEX_LIST = r"\[\s*-?\d+\s*(?:,\s*-?\d+\s*)*\]"  # advanced indexing: a list of integers
-_INDEX_ITEM = rf"\s*(?:-?\d+|{_NAME_CHARS}|{_BOUND}(?::{_BOUND}){{1,2}}|{_INDEX_LIST})\s*"
+_INDEX_BOOLS = r"\[\s*(?:True|False)\s*(?:,\s*(?:True|False)\s*)*\]"  # or of booleans
+_INDEX_ITEM = rf"\s*(?:-?\d+|{_NAME_CHARS}|{_BOUND}(?::{_BOUND}){{1,2}}|\.\.\.|{_INDEX_LIST}|{_INDEX_BOOLS})\s*"
 _INDEX = rf"^{_INDEX_ITEM}(?:,{_INDEX_ITEM})*$"
 
 
