@@ -32,6 +32,16 @@ from conformance.ops.views import _axis, _contiguous, _transposed, _two_dims
 _Take = Callable[[np.ndarray], np.ndarray]
 
 
+def _returns_self(reference):
+    """The reference of an op that changes its tensor in place and returns it: ``y = x.squeeze_()`` binds y
+    to x itself (paddle's test_inplace.py asserts ``id(var) == id(inplace_var)``)."""
+    def run(m, s) -> None:
+        reference(m, s)
+        if s.out:
+            m.bind(s, m.tensor(s.args[0]))
+    return run
+
+
 def _rehistory(m, tensor, old, shape: tuple[int, ...], parents: tuple, op: str) -> None:
     """The history of a tensor (not a view) after a step that changed its shape or storage.
 
@@ -191,64 +201,64 @@ def _rearranged_fuzz(d, *, ndim: Callable[[int], bool] = lambda n: True):
 _DIMS = Field("ints", required=True, doc="the two dimensions to swap")
 register(Op(
     "transpose_", "t.transpose_(d0, d1): swap two dimensions of t itself (its strides), in place; on a view, "
-    "the view swaps them.", args=("tensor",), out="none", fields={"dims": _DIMS}, check=_two_dims,
-    run_reference=lambda m, s: _rearrange(m, s.args[0], _transposed(s.fields["dims"]), "transpose_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "transpose_", *map(str, s.fields["dims"]))),
+    "the view swaps them.", args=("tensor",), out="optional", fields={"dims": _DIMS}, check=_two_dims,
+    run_reference=_returns_self(lambda m, s: _rearrange(m, s.args[0], _transposed(s.fields["dims"]), "transpose_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "transpose_", *map(str, s.fields["dims"]))),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dims": [d.dim(len(d.shape(x))) for _ in "ab"]})(
         d.pick("tensor", where=lambda f: len(f.shape) > 0 and f.size > 0)),
 ))
 register(Op(
-    "t_", "t.t_(): transpose a tensor of at most 2 dimensions in place.", args=("tensor",), out="none",
-    run_reference=lambda m, s: _rearrange(m, s.args[0], _t, "t_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "t_")),
+    "t_", "t.t_(): transpose a tensor of at most 2 dimensions in place.", args=("tensor",), out="optional",
+    run_reference=_returns_self(lambda m, s: _rearrange(m, s.args[0], _t, "t_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "t_")),
     fuzz=lambda d: _rearranged_fuzz(d, ndim=lambda n: n <= 2),
 ))
 register(Op(
     "squeeze_", "t.squeeze_(dim): drop dimension dim in place if its size is 1 (every size-1 dimension "
-    "without dim).", args=("tensor",), out="none",
+    "without dim).", args=("tensor",), out="optional",
     fields={"dim": Field("number", default=None, doc="the dimension (none: every dimension of size 1)")},
     check=_optional_dim,
-    run_reference=lambda m, s: _rearrange(m, s.args[0], _squeezed(s.fields["dim"]), "squeeze_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "squeeze_", *(() if s.fields["dim"] is None
+    run_reference=_returns_self(lambda m, s: _rearrange(m, s.args[0], _squeezed(s.fields["dim"]), "squeeze_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "squeeze_", *(() if s.fields["dim"] is None
                                                                      else (str(s.fields["dim"]),)))),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dim": d.dim(len(d.shape(x)))})(
         d.pick("tensor", where=lambda f: len(f.shape) > 0 and f.size > 0)),
 ))
 register(Op(
     "unsqueeze_", "t.unsqueeze_(dim): insert a dimension of size 1 at dim, in place.", args=("tensor",),
-    out="none", fields={"dim": Field("number", required=True, doc="where the new dimension goes")},
+    out="optional", fields={"dim": Field("number", required=True, doc="where the new dimension goes")},
     check=_optional_dim,
-    run_reference=lambda m, s: _rearrange(m, s.args[0], _unsqueezed(int(s.fields["dim"])), "unsqueeze_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "unsqueeze_", str(s.fields["dim"]))),
+    run_reference=_returns_self(lambda m, s: _rearrange(m, s.args[0], _unsqueezed(int(s.fields["dim"])), "unsqueeze_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "unsqueeze_", str(s.fields["dim"]))),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "dim": d.integer(0, len(d.shape(x)))})(
         d.pick("tensor", where=lambda f: f.size > 0)),
 ))
 register(Op(
     "as_strided_", "t.as_strided_(size, stride, storage_offset): t looks at the storage positions "
-    "offset + sum(i * stride), in place.", args=("tensor",), out="none",
+    "offset + sum(i * stride), in place.", args=("tensor",), out="optional",
     fields={"size": Field("ints", required=True, doc="the new sizes"),
             "stride": Field("ints", required=True, doc="the new strides, in elements"),
             "storage_offset": Field("number", default=None, doc="where element 0 lies (default: where it does)")},
-    check=_check_as_strided, run_reference=_as_strided_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "as_strided_", _sizes(s.fields["size"]), _sizes(s.fields["stride"]),
+    check=_check_as_strided, run_reference=_returns_self(_as_strided_reference),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "as_strided_", _sizes(s.fields["size"]), _sizes(s.fields["stride"]),
                                            *(() if s.fields["storage_offset"] is None
                                              else (str(s.fields["storage_offset"]),)))),
     fuzz="the positions a stride reaches depend on the storage, which the fuzzer does not track",
 ))
 register(Op(
     "reshape_", "t.reshape_(shape): t takes another shape in place (paddle's Tensor.reshape_).",
-    args=("tensor",), out="none", fields={"shape": Field("ints", required=True, doc="the new shape (-1: inferred)")},
-    run_reference=_reshape_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "reshape_", _sizes(s.fields["shape"]))),
+    args=("tensor",), out="optional", fields={"shape": Field("ints", required=True, doc="the new shape (-1: inferred)")},
+    run_reference=_returns_self(_reshape_reference),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "reshape_", _sizes(s.fields["shape"]))),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "shape": d.choice([[-1], [1, -1]])})(
         d.pick("tensor", where=lambda f: not f.view)),
 ))
 register(Op(
     "flatten_", "t.flatten_(start_axis, stop_axis): merge dimensions start..stop of t in place (paddle's "
-    "Tensor.flatten_).", args=("tensor",), out="none",
+    "Tensor.flatten_).", args=("tensor",), out="optional",
     fields={"start_axis": Field("number", default=0), "stop_axis": Field("number", default=-1)},
-    run_reference=_flatten_reference,
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "flatten_", f"start_axis={s.fields['start_axis']}",
+    run_reference=_returns_self(_flatten_reference),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "flatten_", f"start_axis={s.fields['start_axis']}",
                                            f"stop_axis={s.fields['stop_axis']}")),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "start_axis": 0, "stop_axis": -1})(
         d.pick("tensor", where=lambda f: not f.view)),
@@ -354,17 +364,17 @@ def _set_fuzz(d):
 
 register(Op(
     "resize_", "t.resize_(shape): t looks at the first elements of its storage with a new shape; past the "
-    "storage's end the storage grows (new elements undetermined).", args=("tensor",), out="none",
+    "storage's end the storage grows (new elements undetermined).", args=("tensor",), out="optional",
     fields={"shape": Field("ints", required=True, doc="the new sizes")},
     check=_check_sizes,
-    run_reference=lambda m, s: _resize_to(m, s.args[0], tuple(s.fields["shape"]), "resize_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "resize_", _sizes(s.fields["shape"]))),
+    run_reference=_returns_self(lambda m, s: _resize_to(m, s.args[0], tuple(s.fields["shape"]), "resize_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "resize_", _sizes(s.fields["shape"]))),
     fuzz=_resize_fuzz,
 ))
 register(Op(
-    "resize_as_", "t.resize_as_(other): resize_ to other's shape.", args=("tensor", "tensor"), out="none",
-    run_reference=lambda m, s: _resize_to(m, s.args[0], m.tensor(s.args[1]).shape, "resize_as_"),
-    run_spell=lambda w, s: w.emit(w.method(s.args[0], "resize_as_", s.args[1])),
+    "resize_as_", "t.resize_as_(other): resize_ to other's shape.", args=("tensor", "tensor"), out="optional",
+    run_reference=_returns_self(lambda m, s: _resize_to(m, s.args[0], m.tensor(s.args[1]).shape, "resize_as_")),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "resize_as_", s.args[1])),
     fuzz=lambda d: _resize_as_fuzz(d),
 ))
 register(Op(
