@@ -257,6 +257,19 @@ def _augmented_fuzz(d):
     return {"args": [target, other], "attribute": "data" if d.kind(target) == "tensor" and d.boolean() else None}
 
 
+def _whole_target(fuzz):
+    """The fuzzer's draw of an augmented assignment: into the whole target, as the fuzzer drew it before
+    the index field existed (the indexed form, x[i] op= v, is written in cases by hand), so that a seed
+    draws the programs it drew."""
+    if not callable(fuzz):
+        return fuzz
+
+    def draw(d):
+        drawn = fuzz(d)
+        return None if drawn is None else {**drawn, "index": None}
+    return draw
+
+
 def _augmented_target(w, s) -> str:
     attribute = s.fields.get("attribute")
     if s.index is not None:
@@ -287,7 +300,7 @@ for _b in BINARY.values():
             "statement.",
             args=("data", "operand"), out="none", rebinds=True,
             fields={"attribute": _ATTRIBUTE, "index": _TARGET_INDEX},
-            check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_b.fuzz or _augmented_fuzz,
+            check=_attribute_check, run_reference=_augmented(_b.fn), fuzz=_whole_target(_b.fuzz or _augmented_fuzz),
             run_spell=(lambda sym: lambda w, s: w.emit(f"{_augmented_target(w, s)} {sym}= {w.arg(s, 1)}"))(
                 _b.symbol),
         ))
