@@ -313,6 +313,12 @@ class Adapter:
         self.require_parameter(dotted, "out")
         return f"{dotted}({a}, {b}, out={into})"
 
+    def unary_out(self, fn: str, x: str, into: str) -> str:
+        """The framework's element-wise function *fn* of *x* writing into an out= argument."""
+        dotted = f"{self.root}.{fn}"
+        self.require_parameter(dotted, "out")
+        return f"{dotted}({x}, out={into})"
+
     def linear(self, out: str, weight: list, bias: list | None, device: str) -> list[str]:
         raise NotImplementedError
 

@@ -581,3 +581,11 @@ def test_an_index_refuses_a_second_ellipsis_and_mixed_lists(spec: str, message: 
 
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_index(spec)
+
+
+def test_a_numpy_array_s_flags_are_observed_of_arrays_only(tmp_path: Path) -> None:
+    path = tmp_path / "flags.yaml"
+    path.write_text("id: flags\ntitle: t\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n"
+                    "  - {observe: writeable, of: x}\n", encoding="utf-8")
+    with pytest.raises(CaseError, match="writeable is a NumPy array's; 'x' is a tensor"):
+        load_case(path)

@@ -200,3 +200,13 @@ def test_an_augmented_assignment_goes_through_an_index_or_an_attribute_not_both(
               - {op: imul, args: [h, 2.0], index: "0", attribute: data}
               - {observe: value, of: h}
         """))
+
+
+def test_a_bfloat16_literal_is_rounded_to_nearest_with_ties_to_even() -> None:
+    from conformance.ops.tensors import literal
+
+    # 1 + 2**-8 lies halfway between 1 and 1 + 2**-7: the even one, 1; 1 + 3 * 2**-8, halfway between
+    # 1 + 2**-7 and 1 + 2**-6: the even one, 1 + 2**-6; 3.14159 is 3.140625 in 8 bits of mantissa.
+    np.testing.assert_array_equal(literal([1.0 + 2**-8, 1.0 + 3 * 2**-8, 3.14159], "bfloat16"),
+                                  [1.0, 1.0 + 2**-6, 3.140625])
+    np.testing.assert_array_equal(literal([1, 0, 2], "bool"), [1.0, 0.0, 1.0])

@@ -485,6 +485,8 @@ class _Checker:
             raise self.fail(where, f"cannot observe {kind} of {target!r}, a {bound}")
         elif bound == "array" and not OBSERVATIONS[kind].arrays:
             raise self.fail(where, f"a NumPy array has no {kind}")
+        elif bound == "tensor" and not OBSERVATIONS[kind].tensors:
+            raise self.fail(where, f"{kind} is a NumPy array's; {target!r} is a tensor")
 
 
 def _number_as_text(value: Any) -> str:

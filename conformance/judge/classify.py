@@ -278,6 +278,10 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
             entry.update(_compare_exactly(obs, expected[step.name]), judged_by="expected")
             if memory_case:
                 entry["matches_reference"] = entry.pop("ok", None)
+        elif step is not None and step.op == "observe" and step.name in expected and not step.judged:
+            entry.update(compare(obs, expected[step.name], case.tolerance), judged_by="expected")
+            if memory_case:
+                entry["matches_reference"] = entry.pop("ok", None)
         elif step is not None and step.op == "observe" and step.judged:
             value = reference.get(obs["name"])
             if step.name in expected:

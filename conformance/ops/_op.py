@@ -131,6 +131,8 @@ class Observation:
     judged: bool = False
     memory: bool = False
     arrays: bool = False
+    #: whether tensors may be observed this way (False: a NumPy array's property, such as its flags)
+    tensors: bool = True
     #: compares with the memory an earlier ``address`` observation recorded (named by ``since``)
     since: bool = False
     run_reference: Callable[[Any, Any], None] | None = None

@@ -315,3 +315,35 @@ for _name in ("mul", "sub", "matmul"):
                                                                                s.fields["into"])))(_name),
         fuzz=_out_fuzz(_name),
     ))
+
+
+# -- out= of element-wise functions, and an out of another shape ---------------------------------------
+
+#: The element-wise functions whose out= the vocabulary spells: their torch functions take out=.
+UNARY_OUT = ("sin", "cos", "exp", "tanh", "abs")
+
+
+def _unary_out_reference(m, s) -> None:
+    """``torch.sin(x, out=y)``: the result written into y, tracked.  An out of another shape is resized to
+    the result's first (torch: "out ... will be resized", with a warning when it held elements), as
+    ``resize_`` resizes: its first elements in storage, grown where there are too few."""
+    from conformance.ops.elementwise import UNARY
+    from conformance.ops.layout import resize_to
+
+    into_name = s.fields["into"]
+    value, node = m.compute(UNARY[s.fields["fn"]], s.args[0])
+    if value.shape != m.tensor(into_name).shape:
+        resize_to(m, into_name, value.shape, "out=")
+    into = m.tensor(into_name)
+    m.write(into, value, node)
+    m.bind(s, into)
+
+
+register(Op(
+    "unary_out", "The framework's element-wise function writing into an out= argument (torch.sin(x, out=y)); "
+    "an out of another shape is resized to the result's.", args=("tensor",), out="optional",
+    fields={"fn": Field("choice", required=True, choices=UNARY_OUT), "into": Field("name", required=True)},
+    run_reference=_unary_out_reference,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.a.unary_out(s.fields["fn"], s.args[0], s.fields["into"])),
+    fuzz="an out= of another shape resizes it, which the fuzzer's shapes do not follow; it draws add_out",
+))

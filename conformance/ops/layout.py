@@ -268,7 +268,9 @@ register(Op(
 # -- other storage: resize_, resize_as_, set_, t.data = src; out of the graph: detach_ -----------------
 
 
-def _resize_to(m, name: str, shape: tuple[int, ...], op: str) -> None:
+def resize_to(m, name: str, shape: tuple[int, ...], op: str) -> None:
+    """The named tensor looks at the first elements of its storage with *shape*, the storage grown where it
+    holds too few (``resize_``, and an ``out=`` of another shape)."""
     tensor = _not_a_view(m, name, op)
     count = int(np.prod(shape, dtype=np.int64))
     flat = tensor.positions.reshape(-1)
@@ -367,13 +369,13 @@ register(Op(
     "storage's end the storage grows (new elements undetermined).", args=("tensor",), out="optional",
     fields={"shape": Field("ints", required=True, doc="the new sizes")},
     check=_check_sizes,
-    run_reference=_returns_self(lambda m, s: _resize_to(m, s.args[0], tuple(s.fields["shape"]), "resize_")),
+    run_reference=_returns_self(lambda m, s: resize_to(m, s.args[0], tuple(s.fields["shape"]), "resize_")),
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "resize_", _sizes(s.fields["shape"]))),
     fuzz=_resize_fuzz,
 ))
 register(Op(
     "resize_as_", "t.resize_as_(other): resize_ to other's shape.", args=("tensor", "tensor"), out="optional",
-    run_reference=_returns_self(lambda m, s: _resize_to(m, s.args[0], m.tensor(s.args[1]).shape, "resize_as_")),
+    run_reference=_returns_self(lambda m, s: resize_to(m, s.args[0], m.tensor(s.args[1]).shape, "resize_as_")),
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "resize_as_", s.args[1])),
     fuzz=lambda d: _resize_as_fuzz(d),
 ))

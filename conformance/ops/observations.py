@@ -86,6 +86,22 @@ register_observation(Observation(
     judged=True, run_reference=_grad_fn_is_none_reference,
     fuzz="paddle gives a leaf a grad_fn (cases/autograd_state/grad_fn_no_grad): drawn after every step, it "
          "would make nearly every program that one finding again"))
+def _is_view(w, t: list[str]) -> str:
+    w.reader.require_attribute("_is_view")  # torch's; paddle's Tensor has none: Unsupported, by inspection
+    return f"{t[0]}._is_view()"
+
+
+register_observation(Observation(
+    "is_view", "whether the tensor is a view of another (torch's t._is_view())", "bool", _is_view))
+register_observation(Observation(
+    "shape", "the shape, as a list of sizes", "array",
+    lambda w, t: f"np.array(list({t[0]}.shape), dtype=np.int64)", arrays=True))
+register_observation(Observation(
+    "writeable", "whether a NumPy array may be written (a.flags.writeable)", "bool",
+    lambda w, t: f"{t[0]}.flags.writeable", arrays=True, tensors=False))
+register_observation(Observation(
+    "owndata", "whether a NumPy array owns its memory (a.flags.owndata; False: it looks into another "
+    "object's, a tensor's or an array's)", "bool", lambda w, t: f"{t[0]}.flags.owndata", arrays=True, tensors=False))
 register_observation(Observation(
     "is_contiguous", "whether the tensor's elements lie in memory in order without gaps (t.is_contiguous())",
     "bool", lambda w, t: f"{t[0]}.is_contiguous()"))

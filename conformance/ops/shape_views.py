@@ -179,6 +179,21 @@ register(Op(
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x]})(d.pick("tensor", where=lambda f: len(f.shape) >= 2)),
 ))
 
+# .H and .mH: the conjugate transposes; of a real tensor, the transposes themselves (torch's test_transposes
+# compares a.H with a.transpose(-2, -1).conj(), and conj() of a real tensor is the tensor itself).
+register(Op(
+    "H", "out = t.H: the conjugate transpose of a matrix, a view (of a real tensor, t.T).", args=("tensor",),
+    run_reference=_view_by(lambda f: np.transpose),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'H')}"),
+    fuzz="of a real tensor the view T is, which the fuzzer draws",
+))
+register(Op(
+    "mH", "out = t.mH: the conjugate transpose of a batch of matrices, a view (of a real tensor, t.mT).",
+    args=("tensor",), run_reference=_view_by(lambda f: _matrix_transposed),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'mH')}"),
+    fuzz="of a real tensor the view mT is, which the fuzzer draws",
+))
+
 
 def _expand_as_reference(m, s) -> None:
     source, shape = m.tensor(s.args[0]), m.tensor(s.args[1]).shape

@@ -14,6 +14,11 @@ from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
 
 DTYPES = ("float32", "float64", "int64")
+#: Every dtype a tensor literal may have: DTYPES, which the fuzzer's programs use, and the rest of what the
+#: frameworks' own tests cover (half and bfloat16 floats, narrower integers, booleans).
+TENSOR_DTYPES = DTYPES + ("float16", "bfloat16", "int32", "uint8", "bool")
+#: The dtypes of a NumPy array literal (NumPy has no bfloat16).
+ARRAY_DTYPES = tuple(d for d in TENSOR_DTYPES if d != "bfloat16")
 _VALUE = Field("numbers", required=True, doc="a number or a rectangular nested list of numbers")
 
 
@@ -21,7 +26,16 @@ def literal(value: Any, dtype: str) -> np.ndarray:
     """A literal as the framework holds it (rounded to its dtype), computed on in float64."""
     if dtype == "int64":
         return np.array(value, dtype=np.int64)
+    if dtype == "bfloat16":
+        return bfloat16(value)
     return np.array(value, dtype=dtype).astype(np.float64)
+
+
+def bfloat16(value: Any) -> np.ndarray:
+    """*value* rounded to bfloat16 (float32's upper 16 bits, rounded to nearest, ties to even), as float64."""
+    bits = np.array(value, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 def _tensor_reference(m, step) -> None:
@@ -43,7 +57,7 @@ def _array_reference(m, step) -> None:
 
 register(Op(
     "tensor", "A tensor from a literal (torch.tensor, paddle.to_tensor).", stage="setup",
-    fields={"value": _VALUE, "dtype": Field("dtype", default="float32", choices=DTYPES),
+    fields={"value": _VALUE, "dtype": Field("dtype", default="float32", choices=TENSOR_DTYPES),
             "requires_grad": Field("bool", default=False)},
     run_reference=_tensor_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.a.tensor(
@@ -51,7 +65,7 @@ register(Op(
 ))
 register(Op(
     "array", "A NumPy array from a literal.", binds="array", stage="setup",
-    fields={"value": _VALUE, "dtype": Field("dtype", default="float64", choices=DTYPES)},
+    fields={"value": _VALUE, "dtype": Field("dtype", default="float64", choices=ARRAY_DTYPES)},
     run_reference=_array_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = np.array({w.literal(s.fields['value'])}, "
                                   f"dtype=np.{s.fields['dtype']})"),
@@ -161,6 +175,29 @@ register(Op(
     "data", "out = t.data: untracked access to t's storage, where the framework has it.", args=("tensor",),
     run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0]).alias()),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.attribute(s.args[0], 'data')}"),
+))
+
+
+def _deepcopy_reference(m, s) -> None:
+    """copy.deepcopy of a leaf: a new leaf on memory of its own, with the source's values and requires_grad
+    (torch: "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol";
+    what a copy of a non-leaf would be, with or without history, no framework documents)."""
+    from conformance.judge.model import Node, Tensor
+
+    source = m.tensor(s.args[0])
+    if not source.is_leaf:
+        raise ValueError("deepcopy of a tensor with history is not modelled (torch refuses it)")
+    copy = Tensor.fresh(source.value, dtype=source.dtype)
+    if source.requires_grad:
+        copy._node = Node(copy.shape, leaf=copy, requires_grad=True)
+    m.bind(s, copy)
+
+
+register(Op(
+    "deepcopy", "out = copy.deepcopy(t) of a leaf: a new leaf with t's values and requires_grad, on memory "
+    "of its own.", args=("tensor",), stage="setup", run_reference=_deepcopy_reference,
+    run_spell=lambda w, s: w.emit("import copy", f"{w.out(s)} = copy.deepcopy({s.args[0]})"),
+    fuzz="a copy of a leaf, as clone is, which the fuzzer draws",
 ))
 
 

@@ -155,6 +155,19 @@ def _split_reference(m, s) -> None:
                        for lo, hi in zip(bounds[:-1], bounds[1:])])
 
 
+def _unsafe_split_reference(m, s) -> None:
+    """Sections of ``size`` elements along dim (the last one shorter), views of t as split's are: the
+    reference computes what the program means; torch's unsafe_split only omits the checks."""
+    shape = m.tensor(s.args[0]).shape
+    axis = _axis(int(s.fields["dim"]), len(shape))
+    size = int(s.fields["size"])
+    if size <= 0:
+        raise ValueError(f"unsafe_split needs a positive section size, not {size}")
+    bounds = list(range(0, shape[axis], size)) + [shape[axis]]
+    _bind_views(m, s, [(lambda lo, hi: lambda a: a[(slice(None),) * axis + (slice(lo, hi),)])(lo, hi)
+                       for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+
 def _contiguous(tensor) -> bool:
     """Whether the elements lie in storage in row-major order without gaps (what ``view`` needs)."""
     flat = tensor.positions.reshape(-1)
@@ -321,6 +334,17 @@ register(Op(
     check=_check_split, run_reference=_split_reference, fuzz=_split_fuzz,
     run_spell=lambda w, s: w.emit(f"{_unpack(s)} = " + w.method(
         s.args[0], "split", f"[{_sizes(s.fields['sections'])}]", str(s.fields["dim"]))),
+))
+register(Op(
+    "unsafe_split", "a, b, ... = torch.unsafe_split(t, size, dim): split into sections of the given size, "
+    "views of t as split's are, with no autograd view tracking (torch documents it as split \"without "
+    "enforcing the autograd restrictions on inplace modification of the outputs\"; paddle has none).",
+    args=("tensor",), out="many", fields={"size": Field("int", required=True, doc="each section's size"),
+                                           "dim": _DIM},
+    run_reference=_unsafe_split_reference,
+    run_spell=lambda w, s: w.emit(f"{_unpack(s)} = {w.a.function('unsafe_split')}({s.args[0]}, "
+                                  f"{s.fields['size']}, {s.fields['dim']})"),
+    fuzz="the fuzzer draws split, whose views are the same",
 ))
 register(Op(
     "expand", "out = t.expand(*shape): a broadcast view whose repeated elements share memory.",
