@@ -43,7 +43,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "comment_only.yaml": (1, "empty file"),
     "control_character.yaml": (3, "unacceptable character #x0007"),
     "deep_nesting.yaml": (4, "nesting deeper than 32 levels"),
-    "dtype_not_allowed.yaml": (5, "dtype must be one of ['float32', 'float64', 'int64'], not 'float16'"),
+    "dtype_not_allowed.yaml": (5, "dtype must be one of ['float32', 'float64', 'int64', 'float16', 'bfloat16', 'int32', 'uint8', 'bool'], not 'float8_e4m3fn'"),
     "duplicate_key.yaml": (4, "duplicate key 'title'"),
     "empty_steps.yaml": (4, "steps must not be empty"),
     "expected_unobserved.yaml": (8, "expected value for 'y_value', which no step observes"),
@@ -357,7 +357,7 @@ def test_index_resolve() -> None:
     ("0,", "cannot read index item ''"),
     ("i j", "cannot read index item 'i j'"),
     ("_i", "cannot read index item '_i'"),
-    ("...", "cannot read index item '...'"),
+    ("....", "cannot read index item '....'"),  # ... is an item; four dots are not
     ("x[0]", "cannot read index item 'x[0]'"),
 ])
 def test_parse_index_bad(spec: object, fragment: str) -> None:
