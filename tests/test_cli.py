@@ -158,7 +158,7 @@ def test_validate_refuses_a_remedy_that_names_no_case_and_finds_one_in_another_f
                         "the_hazard")
     run = run_cli(tmp_path, "validate", "cases")
     assert run.returncode == 1
-    assert f"cases/topic/the_hazard.yaml:3: remedy 'the_safe_one' is not a case of this catalogue" in run.stderr
+    assert "cases/topic/the_hazard.yaml:3: remedy 'the_safe_one' is not a case of this catalogue" in run.stderr
     assert "0 valid case(s), 1 invalid file(s)" in run.stdout
     write_case(tmp_path / "cases" / "other", QUICK, "the_safe_one")
     for given in ("cases", str(hazard.relative_to(tmp_path))):
@@ -325,3 +325,18 @@ def test_a_machine_without_a_gpu_prints_no_letter_for_it_and_says_so_once(tmp_pa
     assert run.stdout.count(f"gpu: no cells of {FRAMEWORK}") == 1
     summary = (tmp_path / "reports" / "summary.md").read_text(encoding="utf-8")
     assert f"gpu: no cells of {FRAMEWORK}" in summary and "skipped" not in summary.split("Legend")[0]
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_run_on_a_device_this_machine_lacks_leaves_no_results_file(tmp_path: Path, resume: bool) -> None:
+    """A tox env runs each column, GPU included, with --resume when a column gains cases: on a machine with
+    no GPU, that column's run runs nothing and must leave no empty file for the reports to trip over."""
+    if FRAMEWORK is None:
+        pytest.skip("no framework is installed")
+    shutil.copy(SEED / "leaf_sin_inplace.yaml", tmp_path)
+    run = run_cli(tmp_path, "run", "leaf_sin_inplace.yaml", "--framework", FRAMEWORK, "--device", "gpu",
+                  "--results", "gpu.jsonl", "--summary", "gpu.md", *(["--resume"] if resume else []))
+    if "gpu: no cells of" not in run.stdout:
+        pytest.skip("this machine has a GPU the framework can use")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr
+    assert not (tmp_path / "gpu.jsonl").exists()

@@ -11,7 +11,6 @@ as it came in and its derivative at that input, whatever the marks.
 
 from __future__ import annotations
 
-import numpy as np
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register

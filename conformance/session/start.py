@@ -83,9 +83,17 @@ def start_outputs(config: pytest.Config) -> None:
 def keep_untouched(config: pytest.Config) -> None:
     """A run that ran no cell (every device it was asked for is absent, --collect-only, a -k that matches
     nothing) leaves the results file as it found it: the empty one it began is removed, and a previous one
-    it set aside comes back."""
+    it set aside comes back.  A resumed run keeps the file it found, unless that holds no record (a
+    device absent here: no empty file of that column is left behind)."""
     results = results_path(config)
-    if str(results) == os.devnull or config.getoption("conformance_resume"):
+    if str(results) == os.devnull:
+        return
+    if config.getoption("conformance_resume"):
+        try:
+            if results.is_file() and results.stat().st_size == 0:
+                results.unlink()
+        except OSError:
+            pass
         return
     try:
         if results.is_file() and results.stat().st_size == 0:

@@ -66,6 +66,7 @@ class _Run:
         self.warnings: list[dict[str, Any]] = []  # raised by the case's own steps: they decide ``warns``
         self.ignored_warnings: list[dict[str, Any]] = []  # raised by something else, with why
         self.reading = False  # the harness is reading an observation
+        self.observing = False  # the harness is evaluating what an observation reads (t.grad, t._version)
         self.addresses: dict[str, list[int] | None] = {}
         self.phase: str | None = None  # "compiled": the running step is a call of a compiled function
         #: The warning filters a user's program starts with (taken before the harness records every warning),
@@ -98,6 +99,9 @@ class _Run:
         """Why a warning is not one the case's own steps raised (None when it is)."""
         if self.reading:
             return "raised while the harness read an observation"
+        if self.observing:
+            return ("raised by the read an observation makes (such as t.grad of a non-leaf), not by a step of "
+                    "the case")
         if self.step == 0:
             return "raised before the case's first step, while the program set itself up"
         while frame is not None:
@@ -109,7 +113,11 @@ class _Run:
 
     def observe(self, key: str, kind: str, getter: Callable[[], Any], transposed: bool,
                 since: str | None = None) -> None:
-        obj = getter()  # the framework's own action: an exception here is the framework's
+        self.observing = True
+        try:
+            obj = getter()  # the framework's own action: an exception here is the framework's
+        finally:
+            self.observing = False
         reads = OBSERVATIONS[kind].reads if kind in OBSERVATIONS else "int"
         held_as = None  # a dtype NumPy has no type for (bfloat16): the tensor's, read widened
         if reads == "array" and obj is not None and self.adapter.is_tensor(obj):
