@@ -161,6 +161,7 @@ def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapp
             "rebinds": bool(op.rebinds),
             "binds": op.binds,
             "block": bool(op.block),
+            "many": op.out == "many",
             "saves": {framework: list(overrides.get(name, op.saves)) for framework, overrides in
                       sorted(framework_saves.items())},
         }

@@ -20,9 +20,6 @@ __all__ = ["Effects", "FLAG_FIELDS"]
 #: Keyword fields a call may give that the rules look at (a zero-copy constructor, a copy, set_to_none).
 FLAG_FIELDS = ("zero_copy", "copy", "set_to_none", "inplace", "retain_graph", "full_graph")
 #: Ops that bind one view per part (``a, b = x.split(...)``).
-_MULTI_OUTPUT_OPS = ("split", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_count")
-
-
 class Effects:
     """The part of the interpreter that applies ops to values; the interpreter's state, which every part
     reads, is declared here."""
@@ -124,7 +121,7 @@ class Effects:
                 fields: Mapping[str, Any], out_value: Any) -> Any:
         first = args[0] if args and isinstance(args[0], Value) else None
         returns = facts.returns
-        if op in _MULTI_OUTPUT_OPS and first is not None:
+        if facts.many and "view" in returns and first is not None:  # split, unbind, unsafe_split: views, in parts
             if first.memory is None:
                 first.memory = Memory()
             return Value(kind="parts", op=op, node=node, base=first, link="view", link_op=op, memory=first.memory)
@@ -134,6 +131,8 @@ class Effects:
             return self._fresh(node, grad_of(args), history=self._history(args)) if first is not None else Value()
         if returns == {"self"} and first is not None and (facts.in_place or op.endswith("_out")):
             return first
+        if {"self", "view"} <= returns and first is not None:  # conj: the input itself where it is real, a view
+            return self._view_of(first, op, node)               # where it is complex; a view covers both
         if "self" in returns and first is not None:  # the tensor itself where it already is what was asked
             value = Value(kind=first.kind if first.kind != "unknown" else "tensor", op=op, node=node,
                           memory=memory_of(first), requires_grad=first.requires_grad, base=first, link="self",
@@ -234,9 +233,11 @@ class Effects:
         self.trace.writes.append(write)
         if relayout:
             memory.relaid = self.time
-        if write.leaf and not untracked and not enabled and not target.untracked_path:
-            # a parameter updated by hand: what was computed from it before is stale
-            self._parameters_change(node, None, [v for v in target.chain() if v.leaf])
+        if write.leaf and not target.untracked_path and not relayout and (untracked or not enabled):
+            # a parameter updated by hand (under no_grad, or by a writer that records no history: an
+            # initialiser, set_value): what was computed from it before is stale
+            self._parameters_change(node, None, [v for v in target.chain() if v.leaf],
+                                    by=op if untracked else "hand")
         if enabled and not untracked and not target.untracked_path and source is not None and source.kind == "tensor" \
                 and source.requires_grad is True and target.requires_grad is False and not target.leaf:
             target.requires_grad = True  # copy_ of a tensor that requires grad records history
@@ -272,12 +273,13 @@ class Effects:
                 memory_of(value).saved.append(Saved(op, "output" if role == "output" else "input", node, self.time,
                                                   self.generation, result if isinstance(result, Value) else None))
 
-    def _parameters_change(self, node: ast.AST, optimizer: Value | None, changed: Iterable[Value] = ()) -> None:
+    def _parameters_change(self, node: ast.AST, optimizer: Value | None, changed: Iterable[Value] = (),
+                           by: str = "hand") -> None:
         """Parameters change in place: an optimizer's (all of them when the code does not show which), or
-        the ones written by hand."""
+        the ones written by hand (*by*: ``hand``, or the op of a writer that records no history)."""
         groups = {self._group(v) for v in changed} or {self._group(v) for v in (optimizer.updates if optimizer else ())}
         groups.discard(None)
-        how = ("optimizer" if optimizer is not None else "hand", node)
+        how = ("optimizer" if optimizer is not None else by, node)
         for group in groups or {-1}:
             self.versions[group] = self.versions.get(group, 0) + 1
             self.updates[group] = how

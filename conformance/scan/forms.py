@@ -66,7 +66,8 @@ class Imports:
 
 
 def call_form(call: ast.Call, imports: Imports) -> str:
-    """The form of a call: a function by its qualified name, a method by its name, a call of a local name
+    """The form of a call: a function by its qualified name, a method by its name, an object made and called
+    at once by its class's name and ``()`` (``fn:paddle.nn.initializer.Constant()``), a call of a local name
     (a module, a function of the file) as ``call``."""
     qualified = imports.qualify(call.func)
     if qualified:
@@ -77,6 +78,10 @@ def call_form(call: ast.Call, imports: Imports) -> str:
         return "fn:" + qualified
     if isinstance(call.func, ast.Attribute):
         return "method:" + call.func.attr
+    if isinstance(call.func, ast.Call):  # an object made and called at once: paddle's Constant(0.5)(w)
+        made = imports.qualify(call.func.func)
+        if made:
+            return "fn:" + made + "()"
     return "call"
 
 

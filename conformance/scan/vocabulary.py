@@ -34,6 +34,8 @@ class OpFacts:
     rebinds: bool = False
     binds: str = "tensor"
     block: bool = False
+    #: it binds several names (``a, b = t.split(...)``): each one a part of what a view op returns
+    many: bool = False
     saves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tracked: frozenset[bool] = frozenset()
     #: whether the reference ran a step of it (else only its name can tell what it does)
@@ -47,7 +49,7 @@ class OpFacts:
                    relayout=frozenset(data.get("relayout", ())), keeps_grad=frozenset(data.get("keeps_grad", ())),
                    overlaps=bool(data.get("overlaps")),
                    rebinds=bool(data.get("rebinds")), binds=str(data.get("binds", "tensor")),
-                   block=bool(data.get("block")), saves={fw: tuple(v) for fw, v in (data.get("saves") or {}).items()},
+                   block=bool(data.get("block")), many=bool(data.get("many")), saves={fw: tuple(v) for fw, v in (data.get("saves") or {}).items()},
                    tracked=frozenset(data.get("tracked", ())),
                    fields=tuple((str(n), bool(r)) for n, r in data.get("fields", ())),
                    observed=bool(data.get("observed", True)))
