@@ -386,3 +386,53 @@ def test_inplace_true_spells_the_in_place_op_where_the_catalogue_shows_it(catalo
     assert vocabulary.lookup("paddle", "fn:paddle.nn.functional.silu+inplace").op == "silu_"
     # a function whose in-place call no kept program shows falls back to the function itself
     assert vocabulary.lookup("torch", "fn:torch.nn.functional.relu+inplace").op == "relu"
+
+
+@pytest.mark.parametrize("header, initialise", [
+    (TORCH, "nn.init.constant_(fc.weight, 0.5)"),
+    (PADDLE, "nn.initializer.Constant(value=0.5)(fc.weight)"),  # an initializer made and called at once
+])
+def test_a_parameter_initialised_again_between_forward_and_backward_makes_the_graph_stale(
+        catalogue: Catalogue, header: str, initialise: str) -> None:
+    """An initialiser writes a parameter without recording it (the op's facts: untracked): backward then
+    reaches values computed from the old weight (cases/init/init_between_forward_and_backward)."""
+    make = "torch.ones([1, 2], requires_grad=True)" if header == TORCH else "paddle.ones([1, 2])"
+    before = codes(catalogue, f"""
+        fc = nn.Linear(2, 3)
+        x = {make}
+        y = fc(x)
+        {initialise}
+        y.sum().backward()
+        """, header)
+    assert before == ["IC109"]
+    after = codes(catalogue, f"""
+        fc = nn.Linear(2, 3)
+        x = {make}
+        y = fc(x)
+        y.sum().backward()
+        {initialise}
+        """, header)
+    assert after == []
+
+
+def test_a_write_through_a_part_of_unsafe_split_is_a_write_into_the_tensor_it_split(catalogue: Catalogue) -> None:
+    """unsafe_split binds several views, as split does (the registry says it binds many; the reference, that
+    they are views): writing one writes x, which mul saved."""
+    seen = codes(catalogue, """
+        p = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        x = p * 1
+        y = x * x
+        a, b = torch.unsafe_split(x, 2)
+        a.mul_(10.0)
+        y.sum().backward()
+        """)
+    assert seen and set(seen) <= {"IC101", "IC105"}, seen
+    quiet = codes(catalogue, """
+        p = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        x = p * 1
+        y = x * x
+        a, b = torch.unsafe_split(x, 2)
+        a10 = a * 10.0
+        y.sum().backward()
+        """)
+    assert quiet == []

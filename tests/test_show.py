@@ -233,3 +233,14 @@ def test_a_reproducer_leaves_the_elements_a_growing_resize_did_not_write_uncheck
     assert "# expected: [1, 2, 3, 7, None]" in shown.stdout
     ran = _run_reproducer(shown.stdout, tmp_path)  # x[4] is whatever memory held: any value passes
     assert ran.returncode == 0 and "self-check: every judged value" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_a_reproducer_whose_framework_gives_no_gradient_where_one_is_due_fails_its_own_check(tmp_path) -> None:
+    """paddle's PyLayer with mark_not_inplace leaves p.grad None where the reference has [18, -36]: judged
+    without a tolerance (None is no number), it is still checked, and the saved program exits 1."""
+    if not _committed("paddle"):
+        pytest.skip("paddle is not installed")
+    shown = _show("saved_input_squared_in_place_mark_not_inplace", "paddle")
+    assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 1 and "self-check: wrong: grad(p)" in ran.stderr, ran.stderr[-2000:]

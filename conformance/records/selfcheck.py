@@ -64,8 +64,9 @@ print('self-check: every judged value is as the reference gives it')
 def self_checking(source: str, record: Record) -> str:
     """*source* (a reproducer as ``show`` prints it) with its judged prints kept and the check appended;
     *source* unchanged when the record judged no value right or wrong."""
-    judged = {str(o["name"]): o for o in record.observations
-              if "ok" in o and "reference" in o and "rtol" in o and "atol" in o}
+    # a gradient of None where the reference has one (or the reverse), or a value of another shape, is
+    # judged without a tolerance: it is checked too, with none
+    judged = {str(o["name"]): o for o in record.observations if "ok" in o and "reference" in o}
     if not judged:
         return source
     lines = source.splitlines()
@@ -96,9 +97,9 @@ def _entry(name: str, observation: dict[str, Any], transposed: bool) -> str | No
     reference = observation["reference"]
     if transposed and reference is not None:
         reference = np.asarray(reference, dtype=np.float64).T.tolist()
-    atol = float(observation["atol"]) + SPREAD_FACTOR * float(observation.get("float32_spread") or 0.0)
+    atol = float(observation.get("atol") or 0.0) + SPREAD_FACTOR * float(observation.get("float32_spread") or 0.0)
     try:
-        return f"    {literal(name)}: ({literal(reference)}, {float(observation['rtol'])!r}, {atol!r}),"
+        return f"    {literal(name)}: ({literal(reference)}, {float(observation.get('rtol') or 0.0)!r}, {atol!r}),"
     except TypeError:
         return None
 
