@@ -30,8 +30,8 @@ class FileReading:
     modes: dict[int, str | None] = field(default_factory=dict)
     error: str | None = None
     lines: int = 0
-    #: what the file calls (``forms.call_form``): among cases that match a sighting equally, the one whose
-    #: program calls what the file calls is the likelier
+    #: what the file calls (``forms.call_form``) and the op attributes it reads (``attr:T``): among cases that
+    #: match a sighting equally, the one whose program calls what the file calls is the likelier
     forms: frozenset[str] = frozenset()
 
 
@@ -56,7 +56,11 @@ def read_source(text: str, path: str, vocabulary: Vocabulary, framework: str | N
     if chosen is None:
         return reading
     reading.framework = chosen
-    reading.forms = frozenset(call_form(n, imports) for n in nodes if isinstance(n, ast.Call))
+    # what it calls, and the attributes it reads that spell an op (x.T, x.H): an attribute view is chosen
+    # by the same likeness as a call
+    attributes = {f"attr:{n.attr}" for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+    reading.forms = frozenset(call_form(n, imports) for n in nodes if isinstance(n, ast.Call)) | frozenset(
+        form for form in attributes if vocabulary.lookup(chosen, form) is not None)
     context = _context(tree, nodes, imports, vocabulary, chosen)
     seen: set[tuple[str, int, int]] = set()
     for trace in _traces(tree, nodes, context):
