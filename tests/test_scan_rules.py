@@ -436,3 +436,24 @@ def test_a_write_through_a_part_of_unsafe_split_is_a_write_into_the_tensor_it_sp
         y.sum().backward()
         """)
     assert quiet == []
+
+
+@pytest.mark.parametrize("make", ["nn.BatchNorm1d(3)", "Norm()"])
+def test_a_module_s_buffer_written_in_forward_is_no_leaf_that_requires_grad(catalogue: Catalogue, make: str) -> None:
+    """A batch norm's running statistics are buffers (the registry's module kind says so): updating them in
+    place, as timm's EvoNorm does in its forward, writes no parameter."""
+    seen = codes(catalogue, f"""
+        class Norm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(3))
+                self.register_buffer("running_var", torch.ones(3))
+
+            def forward(self, x):
+                self.running_var.copy_(self.running_var * 0.9 + x.var(dim=0) * 0.1)
+                return x * self.weight
+
+        norm = {make}
+        norm.running_var.copy_(torch.zeros(3))
+        """)
+    assert "IC103" not in seen, seen

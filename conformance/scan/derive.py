@@ -270,11 +270,12 @@ def _relation(result: Any, before: Mapping[str, tuple]) -> str:
 
 def module_facts(module_kinds: Mapping[str, Any], activations: Mapping[str, Any],
                  framework_saves: Mapping[str, Mapping[str, tuple]]) -> dict[str, Any]:
-    """Each module kind: its parameters, how many results a call binds, what a call's backward reads; an
+    """Each module kind: its parameters (and which of them are buffers, which require no grad), how many
+    results a call binds, what a call's backward reads; an
     activation's by its function, out of place and in place (``inplace=True``)."""
     kinds: dict[str, Any] = {}
     for name, kind in sorted(module_kinds.items()):
-        kinds[name] = {"parameters": list(kind.parameters), "outputs": kind.outputs,
+        kinds[name] = {"parameters": list(kind.parameters), "buffers": list(kind.buffers), "outputs": kind.outputs,
                        "saves": {fw: list(kind.saves) for fw in sorted(framework_saves)}}
     kinds["activation"]["functions"] = {
         fn_name: {"op": fn_name,

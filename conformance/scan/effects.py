@@ -178,8 +178,11 @@ class Effects:
         module = Module(op, function=fields.get("kind") if op == "activation" else None,
                         inplace=fields.get("inplace") is True)
         value = Value(kind="module", op=op, node=node, module=module, made=self.time)
+        buffers = facts.get("buffers", ())
         for name in facts.get("parameters", ()):
-            module.parameters[name] = self._parameter(node, group=id(value))
+            module.parameters[name] = (  # a buffer is the module's state: it requires no grad
+                Value(kind="tensor", op="buffer", node=node, memory=Memory(), requires_grad=False, made=self.time)
+                if name in buffers else self._parameter(node, group=id(value)))
         return value
 
     def _parameter(self, node: ast.AST, group: int | None = None) -> Value:

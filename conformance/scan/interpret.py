@@ -372,7 +372,8 @@ class Interpreter(Calls):
                 return Value(kind="tensor", op="grad", node=node, memory=Memory(), requires_grad=False,
                              grad_of=base, made=self.time)
             return self._apply(use, [base], node, {})
-        if base.module is not None and base.module.kind is None and use is not None and use.op == "parameter":
+        if base.module is not None and base.module.kind is None and use is not None and use.op == "parameter" \
+                and use.fields.get("name") not in self.vocab.buffers:  # a buffer requires no grad: not known
             return self._parameter(node)
         value = Value(node=node)
         self.attributes[(id(base), attr)] = value

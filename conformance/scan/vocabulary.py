@@ -101,6 +101,9 @@ class Vocabulary:
             fw: dict(forms) for fw, forms in (data.get("spellings") or {}).items()}
         self._facts = {name: OpFacts.from_data(name, facts) for name, facts in (data.get("ops") or {}).items()}
         self.modules: Mapping[str, Any] = data.get("modules") or {}
+        #: names of a module's state that is no parameter (a batch norm's running statistics)
+        self.buffers: frozenset[str] = frozenset(name for facts in self.modules.values()
+                                                 for name in facts.get("buffers", ()))
         #: ops some framework's programs spell in its functional namespace (the activations)
         self._functional = frozenset(entry["op"] for forms in self._spellings.values()
                                      for form, entry in forms.items() if ".nn.functional." in form)
