@@ -404,8 +404,14 @@ class Adapter:
                 f"        x, = {self.saved_tensors}",
                 "        return g * 2 * x"]
 
+    def checkpoint_imports(self) -> list[str]:
+        """What a program imports to checkpoint: ``import torch`` does not import torch.utils.checkpoint before
+        torch 2.8, so its users import it themselves."""
+        return ["import torch.utils.checkpoint"]
+
     def checkpoint_call(self, use_reentrant: bool) -> str:
         """The call of a checkpointed function (``{fn}``, ``{args}`` to fill in)."""
+        importlib.import_module("torch.utils.checkpoint")  # as the program's import does, in this worker
         self.require_parameter("torch.utils.checkpoint.checkpoint", "use_reentrant")
         return f"torch.utils.checkpoint.checkpoint({{fn}}, {{args}}, use_reentrant={use_reentrant})"
 

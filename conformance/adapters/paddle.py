@@ -322,6 +322,9 @@ class PaddleAdapter(Adapter):
     def copy_into(self, target: str, source: str) -> str:
         return f"paddle.assign({source}, output={target})"
 
+    def checkpoint_imports(self) -> list[str]:
+        return []  # paddle.distributed.fleet.utils.recompute is reachable from `import paddle`
+
     def checkpoint_call(self, use_reentrant: bool) -> str:
         # recompute is paddle's documented activation checkpointing for dynamic graphs; use_reentrant chooses
         # the PyLayer implementation (True) or the one on saved-tensor hooks (False), as torch's does.

@@ -17,9 +17,11 @@ from conformance.ops.compiled_blocks import check_function_block, run_as_functio
 
 def _spell(w, s) -> None:
     name = f"_checkpointed_{s.number}"
+    call = w.a.checkpoint_call(s.fields["use_reentrant"])
+    w.functions += [line for line in w.a.checkpoint_imports() if line not in w.functions]
     w.function(name, list(s.args), list(s.out), s.steps, None,
                f"step {s.number}: the case's own block, checkpointed as its user checkpoints it", s,
-               labelled=False, call=w.a.checkpoint_call(s.fields["use_reentrant"]))
+               labelled=False, call=call)
 
 
 register(Op(
