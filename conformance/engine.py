@@ -88,6 +88,11 @@ def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, st
     return None, None, reply.get("message", "the reference service gave no answer")
 
 
+
+def _rounded(seconds: Any, digits: int) -> float | None:
+    """A duration as a record keeps it: to a tenth of a millisecond (a worker's import, to 10 ms)."""
+    return None if seconds is None else round(float(seconds), digits)
+
 class Engine:
     def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT,
                  keeps_programs: bool = False) -> None:
@@ -487,8 +492,9 @@ class Engine:
             "outcome": outcome,
             "details": details,
             "timings": {"cell_seconds": round(time.perf_counter() - started, 4),
-                        "run_seconds": reply.get("run_seconds"),
-                        "worker_import_seconds": worker_info.get("import_seconds") if worker_info else None},
+                        "run_seconds": _rounded(reply.get("run_seconds"), 4),
+                        "worker_import_seconds": _rounded(worker_info.get("import_seconds"), 2) if worker_info
+                        else None},
             "run_info": self._run_info_of(case, worker_info, device),
             **({"program": reply["kept"]} if isinstance(reply.get("kept"), dict) else {}),
         }

@@ -37,6 +37,10 @@ class TorchAdapter(Adapter):
         (r"^`torch\._prims_common\.check` is deprecated",
          "torch's own decompositions calling a function torch deprecated (torch/_prims_common), once per process, "
          "whatever the program; not about the case"),
+        (r"^`torch\.cpu\.amp\.autocast\(args\.\.\.\)` is deprecated",
+         "torch 2.4's own reentrant checkpoint (CheckpointFunction.backward in torch/utils/checkpoint.py) entering "
+         "the autocast state it saved through the API torch deprecated, on every recomputation, whatever the "
+         "program computes; not about the case"),
         (r"^Torchinductor does not support code generation for complex operators",
          "inductor's notice that it leaves complex ops to eager (a matter of speed), once per process; not about "
          "the case"),

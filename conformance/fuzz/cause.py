@@ -60,6 +60,13 @@ class Cause:
         return self.family, interface(self.pivot), self.behaviour
 
 
+def _writes(op: str) -> bool:
+    """Whether *op* writes a tensor it is given: an in-place op (``sin_``, ``setitem``) or an augmented
+    assignment, as the op table declares it (no result of its own, or the first argument's name rebound)."""
+    spec = OPS.get(op)
+    return spec is not None and (spec.rebinds or op.endswith("_") or (spec.out == "none" and not spec.block))
+
+
 def interface(op: str) -> str:
     """An op as its interface in the op table (argument kinds, output, fields): ``sin_`` and ``cos_`` share
     one, ``add_`` and ``mul_`` another."""
@@ -119,19 +126,24 @@ class Families:
         # A raise is about the op that raised: its topics decide, the other ops only break ties.
         weighed = [op for op in raised_at if op in distinctive] or distinctive
         used = set(ops)
-        scores = {topic: (sum(self.weight(topic, op) for op in weighed), sum(self.weight(topic, op)
-                                                                            for op in distinctive))
+        # a topic whose cases all make their tensors with an op the fuzzer never draws (complex_tensor) is the
+        # family of any program that makes one: that op says more than the ones it shares with other topics
+        scores = {topic: (bool(self.entry_ops[topic]), sum(self.weight(topic, op) for op in weighed),
+                          sum(self.weight(topic, op) for op in distinctive))
                   for topic in self.uses if not self.entry_ops[topic] or self.entry_ops[topic] & used}
         best = max(sorted(scores), key=lambda topic: scores[topic], default="")
         if _only_compiled(verdict, about):
             family = COMPILED
-        elif not best or scores[best][1] <= 0:
+        elif not best or scores[best][2] <= 0:
             family = f"new: {distinctive[0]}" if distinctive else "new"
         else:
             family = best
         in_family = best if family == COMPILED else family
+        # the pivot is the op the hazard is about: the one that raised, else a write (in place, or an
+        # augmented assignment) where the program has one, the op the family uses most
+        writes = [op for op in distinctive if _writes(op)]
         pivot = next((op for op in raised_at if op in distinctive), None) or max(
-            distinctive, key=lambda op: (self.weight(in_family, op), -distinctive.index(op)))
+            writes or distinctive, key=lambda op: (self.weight(in_family, op), -distinctive.index(op)))
         return Cause(family, pivot, behaviour, _sentence(verdict, about, pivot, family))
 
     def known(self, cause: Cause, behaviours: Mapping[str, Verdict]) -> str | None:

@@ -124,7 +124,7 @@ def prune_programs(results: Path | str, known_case_ids: Iterable[str]) -> int:
 
 
 def _line(entry: Mapping[str, Any]) -> str:
-    return json.dumps(dict(entry), sort_keys=True, ensure_ascii=False)
+    return json.dumps(dict(entry), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _write(path: Path, entries: Mapping[ProgramKey, ProgramText]) -> None:

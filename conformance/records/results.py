@@ -64,15 +64,21 @@ def run_id(info: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
+#: Records are written without spaces after separators: the committed columns are most of what the
+#: repository weighs (tests/test_repository.py bounds it), and no reader needs the spaces.
+_COMPACT = (",", ":")
+
+
 def run_line(info: Mapping[str, Any]) -> str:
-    return json.dumps({"run": run_id(info), "run_info": dict(info)}, sort_keys=True, allow_nan=True) + "\n"
+    return json.dumps({"run": run_id(info), "run_info": dict(info)}, sort_keys=True, allow_nan=True,
+                      separators=_COMPACT) + "\n"
 
 
 def record_line(written: Mapping[str, Any]) -> str:
     """A record as its line: its run's information replaced by the run's ID."""
     line = {k: v for k, v in written.items() if k != "run_info"}
     line["run"] = run_id(written.get("run_info") or {})
-    return json.dumps(line, sort_keys=True, allow_nan=True) + "\n"
+    return json.dumps(line, sort_keys=True, allow_nan=True, separators=_COMPACT) + "\n"
 
 
 class ResultsFile:
