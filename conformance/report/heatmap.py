@@ -63,10 +63,12 @@ def _to_palette(path: Path | str) -> None:
     third of the bytes of matplotlib's RGBA, which every committed page and the GPU transfer carry."""
     try:
         from PIL import Image
-    except ImportError:  # matplotlib's own dependency; without it the picture stays as drawn
-        return
+
+        method, dither = Image.Quantize.MEDIANCUT, Image.Dither.NONE
+    except (ImportError, AttributeError):  # matplotlib's own dependency (Pillow 9.1 and later name these):
+        return                             # without it the picture stays as drawn
     with Image.open(path) as drawn:
-        reduced = drawn.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        reduced = drawn.convert("RGB").quantize(colors=64, method=method, dither=dither)
     reduced.save(path, format="PNG", optimize=True)
 
 
