@@ -273,20 +273,17 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
     for obs in observations:
         entry = dict(obs)
         step = by_number.get(obs.get("step"))
-        if step is not None and step.op == "observe" and step.name in expected and \
-                OBSERVATIONS[step.kind].reads in ("int", "bool"):
+        if step is None or step.op != "observe":
+            judged.append(entry)
+            continue
+        stated = step.name in expected
+        if stated and OBSERVATIONS[step.kind].reads in ("int", "bool"):
             entry.update(_compare_exactly(obs, expected[step.name]), judged_by="expected")
-            if memory_case:
-                entry["matches_reference"] = entry.pop("ok", None)
-        elif step is not None and step.op == "observe" and step.name in expected and not step.judged:
+        elif stated:  # values the case states itself judge it as the reference's do
             entry.update(compare(obs, expected[step.name], case.tolerance), judged_by="expected")
-            if memory_case:
-                entry["matches_reference"] = entry.pop("ok", None)
-        elif step is not None and step.op == "observe" and step.judged:
+        elif step.judged:
             value = reference.get(obs["name"])
-            if step.name in expected:
-                entry.update(compare(obs, expected[step.name], case.tolerance), judged_by="expected")
-            elif isinstance(value, Unjudged):
+            if isinstance(value, Unjudged):
                 entry["not_judged"] = value.reason
             elif isinstance(value, Partly):
                 entry.update(value.judge(obs, case.tolerance), judged_by="reference")
@@ -295,10 +292,10 @@ def _judge(case: Case, observations: list[Mapping[str, Any]], reference: Mapping
                 entry.update(compare(obs, value, case.tolerance, allowance), judged_by="reference")
             elif stopped is not None and OBSERVATIONS[step.kind].judged:
                 entry["not_judged"] = stopped
-            if memory_case:  # values in memory cases are evidence, not verdicts
-                entry["matches_reference"] = entry.pop("ok", None)
-        elif step is not None and step.op == "observe" and OBSERVATIONS[step.kind].judged:
+        elif OBSERVATIONS[step.kind].judged:
             entry["informational"] = True
+        if (stated or step.judged) and memory_case:  # values in memory cases are evidence, not verdicts
+            entry["matches_reference"] = entry.pop("ok", None)
         judged.append(entry)
     return judged
 
