@@ -373,8 +373,9 @@ class Adapter:
         if not hasattr(self.resolve(dotted), attribute):
             raise Unsupported(f"{dotted} has no {attribute} in {self.name} {self.version}")
 
-    #: How a custom function's context is marked, by the case language's mark (none: no such mark).
-    context_marks: ClassVar[dict[str, str]] = {"dirty": "mark_dirty"}
+    #: How a custom function's context is marked, by the case language's mark: the context's method, and
+    #: whether its documentation calls it before or after the forward's write (a mark it lacks: none).
+    context_marks: ClassVar[dict[str, tuple[str, str]]] = {"dirty": ("mark_dirty", "after")}
     #: The base class of a custom autograd function, and the method that returns its saved tensors.
     function_class: ClassVar[str] = "torch.autograd.Function"
     saved_tensors: ClassVar[str] = "ctx.saved_tensors"
@@ -383,17 +384,14 @@ class Adapter:
         """A class whose forward saves x, squares it (in place into x, or as a new tensor) and returns it;
         its backward returns g * 2 * the saved x.  A mark the framework's context lacks is Unsupported."""
         self.resolve(self.function_class)
-        method = self.context_marks.get(mark) if mark != "none" else None
+        method, when = self.context_marks.get(mark, (None, None)) if mark != "none" else (None, None)
         if mark != "none" and method is None:
+            marks = ", ".join(name for name, _ in self.context_marks.values())
             raise Unsupported(f"the context of a {self.function_class} has no mark for {mark!r} in {self.name} "
-                              f"{self.version} (its marks here: {', '.join(self.context_marks.values())})")
-        body = ["        ctx.save_for_backward(x)"]
-        before, after = (method == "mark_not_inplace"), (method is not None and method != "mark_not_inplace")
-        if before:
-            body.append(f"        ctx.{method}(x)")
-        body.append(f"        {self.method('x', 'mul_', 'x')}" if inplace else "        x = x * x")
-        if after:
-            body.append(f"        ctx.{method}(x)")
+                              f"{self.version} (its marks here: {marks})")
+        marked = [f"        ctx.{method}(x)"] if method else []
+        write = [f"        {self.method('x', 'mul_', 'x')}" if inplace else "        x = x * x"]
+        body = ["        ctx.save_for_backward(x)", *(marked + write if when == "before" else write + marked)]
         return [f"class {cls}({self.function_class}):",
                 "    @staticmethod",
                 "    def forward(ctx, x):",

@@ -314,7 +314,7 @@ class PaddleAdapter(Adapter):
         return f"with paddle.amp.auto_cast(dtype={dtype!r}):"
 
     module_class = "nn.Layer"
-    context_marks = {"not_inplace": "mark_not_inplace"}
+    context_marks = {"not_inplace": ("mark_not_inplace", "before")}
     function_class = "paddle.autograd.PyLayer"
     saved_tensors = "ctx.saved_tensor()"
     forward_hooks = {"pre": "register_forward_pre_hook", "post": "register_forward_post_hook"}
