@@ -88,6 +88,9 @@ class Adapter:
     #: whose values follow that copy ``copies``, never ``silent-wrong``; a copy where it documents a view
     #: stays wrong and says so.  The reference judges such a cell again with those results copied.
     copies: ClassVar[dict[str, "Copying"]] = {}
+    #: Ops whose results the framework copies on one device only, by device, as ``copies`` says: memory a
+    #: CPU shares with NumPy cannot be shared with a GPU, so a move to or from one is a copy.
+    device_copies: ClassVar[dict[str, dict[str, "Copying"]]] = {}
     #: Ops whose backward reads other tensors in this framework than the op declares (``Op.saves``), by op
     #: name: a framework fact the scanner reasons with (tests/test_op_saves.py checks it against the framework).
     saves: ClassVar[dict[str, tuple[str, ...]]] = {}

@@ -67,11 +67,11 @@ def _case_key(case: Case) -> str:
     return f"{case.path}::{case.id}"
 
 
-def _copying(case: Case, framework: str) -> dict[str, Any]:
-    """The ops of *case* whose results *framework* copies where the storage model has views, with what its
-    documentation says of each (``Adapter.copies``)."""
+def _copying(case: Case, framework: str, device: str = "cpu") -> dict[str, Any]:
+    """The ops of *case* whose results *framework* copies on *device* where the storage model has views,
+    with what its documentation says of each (``Adapter.copies``, ``Adapter.device_copies``)."""
     cls = _adapters().get(framework)
-    table = getattr(cls, "copies", None) or {}
+    table = {**(getattr(cls, "copies", None) or {}), **(getattr(cls, "device_copies", None) or {}).get(device, {})}
     return {op: table[op] for op in case.ops if op in table} if table else {}
 
 
@@ -475,7 +475,7 @@ class Engine:
             if worker_info:
                 version = worker_info["framework_version"]
         try:
-            outcome, details = self._judge(case, reply, framework)
+            outcome, details = self._judge(case, reply, framework, device)
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
             outcome, details = "error", {"message": f"the harness could not judge this cell: "
                                                     f"{type(exc).__name__}: {exc}"}
@@ -499,7 +499,8 @@ class Engine:
             **({"program": reply["kept"]} if isinstance(reply.get("kept"), dict) else {}),
         }
 
-    def _judge(self, case: Case, reply: dict[str, Any], framework: str = "") -> tuple[str, dict[str, Any]]:
+    def _judge(self, case: Case, reply: dict[str, Any], framework: str = "",
+               device: str = "cpu") -> tuple[str, dict[str, Any]]:
         """The outcome of a worker's reply: judged against the reference (and, for float32 values that miss
         it, against what float32 arithmetic can do to it; for a framework whose documented copies the case
         uses, against the storage model with those copies)."""
@@ -512,7 +513,7 @@ class Engine:
             if harness_error is not None:
                 reply = {"status": "error", "message": harness_error}
         outcome, details = self._classified(case, reply, reference, reference_error)
-        copying = _copying(case, framework)
+        copying = _copying(case, framework, device)
         # The storage model with the framework's copies is tried wherever the view model fails the cell: a
         # wrong result, values a memory case recorded that do not fit, or a step the view model cannot
         # write (an in-place write through a view that overlaps itself, which a copy does not have).

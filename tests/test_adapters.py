@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -546,3 +548,27 @@ def test_a_bfloat16_result_is_read_as_its_values_and_judged_as_bfloat16(engine, 
     observed = record["details"]["observations"][0]
     assert observed["value"] == [[3.5, 0.0]] and observed["ok"] is True
     assert observed["dtype"] == ("bfloat16" if framework == "torch" else "float32"), observed
+
+
+#: A GPU worker's reply for found_leaf_from_numpy_copy_df21af (torch 2.11.0+cu130 on an H200): the array
+#: a = [1.0] becomes t = torch.from_numpy(a).to('cuda'); t.copy_(0.0) leaves a as it was.
+GPU_FROM_NUMPY_REPLY = {"status": "completed", "observations": [
+    {"kind": "value", "name": "value(t4)", "step": 5, "dtype": "float32", "shape": [], "value": 1.0},
+    {"kind": "value", "name": "value(t5)", "step": 6, "dtype": "float32", "shape": [], "value": 0.0}]}
+
+
+def test_a_move_to_a_gpu_is_a_copy_torch_documents_and_the_same_values_on_a_cpu_are_wrong() -> None:
+    """NumPy's memory cannot be shared with a GPU: judged on the GPU, the array that kept its value after a
+    write through torch.from_numpy(a).to('cuda') is the documented copy (``copies``); the same values from
+    a CPU, where torch documents sharing, are silent-wrong."""
+    case = load_case(ROOT / Path("cases/found/found_leaf_from_numpy_copy_df21af.yaml"))
+    engine = Engine(timeout=60)
+    try:
+        on_gpu = engine._judge(case, json.loads(json.dumps(GPU_FROM_NUMPY_REPLY)), "torch", "gpu")
+        on_cpu = engine._judge(case, json.loads(json.dumps(GPU_FROM_NUMPY_REPLY)), "torch", "cpu")
+    finally:
+        engine.close()
+    assert on_gpu[0] == "copies", on_gpu
+    assert "pytorch.org" in on_gpu[1]["documented_copies"]["from_numpy"]
+    assert all(o["ok"] for o in on_gpu[1]["observations"])
+    assert on_cpu[0] == "silent-wrong", on_cpu

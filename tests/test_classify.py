@@ -159,6 +159,51 @@ def test_expected_values_in_the_case_replace_the_reference(write_case) -> None:
     assert details["observations"][0]["judged_by"] == "expected"
 
 
+BYTES_CASE = """
+    id: bytes
+    title: t
+    expected: {fresh_bytes: 64, inplace_bytes: 0}
+    steps:
+      - {op: full, out: t, shape: [4, 4], value: -0.5}
+      - op: measure_allocated
+        name: fresh_bytes
+        steps:
+          - {op: relu, args: [t], out: r}
+      - op: measure_allocated
+        name: inplace_bytes
+        steps:
+          - {op: relu_, args: [t]}
+      - {observe: value, of: t}
+"""
+
+
+@pytest.mark.parametrize("fresh, inplace, outcome", [(64, 0, "silent-correct"), (0, 0, "silent-wrong"),
+                                                     (64, 64, "silent-wrong"),
+                                                     (None, None, "silent-correct")])
+def test_the_bytes_a_measured_block_allocates_are_judged_exactly_where_the_device_reports_them(
+        write_case, fresh, inplace, outcome) -> None:
+    """Seed 004 as a judged figure: the stated bytes must be the very number (an in-place relu_ that
+    allocated 64 bytes did not work in place); a device that reports nothing (a CPU: None) leaves them
+    unjudged and the values decide."""
+    case = load_case(write_case(BYTES_CASE))
+    observed = [{"kind": "allocated_bytes", "name": "fresh_bytes", "step": 3, "value": fresh},
+                {"kind": "allocated_bytes", "name": "inplace_bytes", "step": 5, "value": inplace},
+                obs([0.0] * 16, name="value(t)", kind="value", step=6)]
+    got, details = classify(case, reply(observations=observed), {"value(t)": np.zeros(16)}, None)
+    assert got == outcome, details
+    measured = details["observations"][:2]
+    if fresh is None:
+        assert all(o["informational"] and "no allocated bytes" in o["note"] for o in measured)
+    else:
+        assert [o["judged_by"] for o in measured] == ["expected", "expected"]
+
+
+@pytest.mark.parametrize("stated", ["-1", "1.5", "true", "[64]"])
+def test_stated_bytes_are_a_whole_number(write_case, stated: str) -> None:
+    with pytest.raises(CaseError, match="whole number"):
+        load_case(write_case(BYTES_CASE.replace("fresh_bytes: 64", f"fresh_bytes: {stated}")))
+
+
 _FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
                     st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.5, 1.0 + 1e-5, 1.0 + 2e-5, 1e-300, 5e-324,
                                      1.7976931348623157e308, float("inf"), float("-inf"), float("nan")]))

@@ -62,8 +62,8 @@ def test_a_rehearsal_on_the_cpu_writes_a_column_eager_first_in_at_most_8_small_f
     out = tmp_path / "out"
     done = run(out, env={"DEVICE": "cpu", "CASES": str(cases)})
     assert done.returncode == 0, done.stdout + done.stderr + (out / "log.txt").read_text()
-    files = [p for p in out.iterdir() if p.is_file()]
-    assert 0 < len(files) <= 8 and all(p.stat().st_size < 16 * 2**20 for p in files)
+    files = [p for p in out.rglob("*") if p.is_file()]  # what comes back from a GPU machine: 8 files in all
+    assert 0 < len(files) <= 8 and all(p.stat().st_size < 16 * 2**20 for p in files), files
     import torch
 
     version = torch.__version__.split("+")[0]

@@ -8,7 +8,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
-from conformance.adapter import Adapter, lit
+from conformance.adapter import Adapter, Copying, lit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +44,25 @@ class TorchAdapter(Adapter):
         (r"^Torchinductor does not support code generation for complex operators",
          "inductor's notice that it leaves complex ops to eager (a matter of speed), once per process; not about "
          "the case"),
+        (r"^TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled",
+         "inductor's advice, on a GPU with TF32 tensor cores, to trade float32 precision for speed "
+         "(torch.set_float32_matmul_precision), once per process; not about the case"),
     )
+    # On a GPU the tensor lives in device memory: NumPy's memory, a CPU's, cannot be shared with it, and every
+    # move between the two is a copy, as torch documents for Tensor.to ("a copy ... with the desired device").
+    device_copies = {"gpu": {
+        op: Copying(True, f"https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html: \"Returns a "
+                          f"Tensor with the specified device\" (a copy when the device differs); {says}")
+        for op, says in (
+            ("from_numpy", "torch.from_numpy(a).to('cuda'): the array's memory is the CPU's"),
+            ("as_tensor", "torch.as_tensor documents sharing \"if data is a NumPy array ... on the CPU\""),
+            ("from_dlpack", "torch.from_dlpack(a).cuda(): the array's memory is the CPU's"),
+            ("construct_tensor", "torch.Tensor(a).cuda(): the array's memory is the CPU's"),
+            ("numpy", "t.cpu().numpy(): torch.Tensor.numpy reads CPU memory only"),
+            ("array_from_dlpack", "np.from_dlpack(t.cpu()): NumPy reads CPU memory only"),
+            ("cpu", "torch.Tensor.cpu: \"If this object is already in CPU memory, then no copy is performed\"; "
+                    "from a GPU it is a copy"),
+        )}}
     modes = {"compile": "torch.compile with its default backend (inductor)"}
 
     def native_build(self) -> str:

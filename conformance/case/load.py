@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import _yaml
 from conformance.case.files import find_case_files
 from conformance.case.index import parse_index
-from conformance.case.model import GENERATED_SOURCE, Case, CaseError, Step, Tolerance, case_from_message
+from conformance.case.model import GENERATED_SOURCE, MEASURED, Case, CaseError, Step, Tolerance, case_from_message
 from conformance.ops import MODULE_KINDS, OBSERVATIONS, OPS, Op
 
 # The case model's names are the loader's too: a loaded case is a Case (case/model.py).
@@ -133,6 +133,9 @@ class _Checker:
         if not steps:
             raise self.fail(("steps",), "steps must not be empty")
         observed = {s.name: s.kind for step in steps for s in step.walk() if s.op == "observe"}
+        # the bytes a measure_allocated block records: stated (expected:) as a whole number of bytes
+        observed.update({s.fields["name"]: MEASURED for step in steps for s in step.walk()
+                         if s.op == "measure_allocated"})
         if not observed:
             raise self.fail(("steps",), "the case observes nothing: add an 'observe' step")
         return Case(
@@ -207,7 +210,8 @@ class _Checker:
 
     def expected(self, value: Any, observed: Mapping[str, str]) -> Mapping[str, Any] | None:
         """What the case states an observation should be: values for a value or a gradient, an integer
-        for a counter (``version``), true or false for a property (``is_leaf``, ``same_object``, ...).
+        for a counter (``version``) or for the bytes a ``measure_allocated`` block allocates, true or false
+        for a property (``is_leaf``, ``same_object``, ...).
         Memory observations decide aliases or copies themselves and take no expectation."""
         if value is None:
             return None
@@ -216,8 +220,13 @@ class _Checker:
         for name, item in value.items():
             if name not in observed:
                 raise self.fail(("expected", name), f"expected value for {name!r}, which no step observes")
-            spec = OBSERVATIONS[observed[name]]
             where = ("expected", name)
+            if observed[name] == MEASURED:
+                if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                    raise self.fail(where, f"the bytes a measure_allocated block allocates are a whole number "
+                                           f"(0 or more), not {item!r}")
+                continue
+            spec = OBSERVATIONS[observed[name]]
             if spec.memory or spec.reads in ("overlap", "address"):
                 raise self.fail(where, f"a {spec.name} observation decides aliases or copies itself; it takes "
                                        f"no expected value")

@@ -16,7 +16,10 @@ from typing import Any, Iterable, Mapping
 
 from conformance.case.index import Index
 
-__all__ = ["GENERATED_SOURCE", "Case", "CaseError", "Step", "Tolerance", "case_from_message"]
+__all__ = ["GENERATED_SOURCE", "MEASURED", "Case", "CaseError", "Step", "Tolerance", "case_from_message"]
+
+#: The kind of the bytes a ``measure_allocated`` block records: a case may state them (``expected:``).
+MEASURED = "allocated_bytes"
 
 #: The ``source:`` of a case the differential fuzzer wrote.
 GENERATED_SOURCE = "found by fuzzing"
