@@ -91,6 +91,10 @@ class Adapter:
     #: Ops whose results the framework copies on one device only, by device, as ``copies`` says: memory a
     #: CPU shares with NumPy cannot be shared with a GPU, so a move to or from one is a copy.
     device_copies: ClassVar[dict[str, dict[str, "Copying"]]] = {}
+    #: Kernels of the framework that are less exact than float32 rounding on a device, by device, then by
+    #: the reference's kernel name (``Machine.in_kernel``): the largest relative error measured, and where
+    #: it was measured.  The float32 spread of a cell on that device moves their results that far.
+    kernel_precision: ClassVar[dict[str, dict[str, tuple[float, str]]]] = {}
     #: Ops whose backward reads other tensors in this framework than the op declares (``Op.saves``), by op
     #: name: a framework fact the scanner reasons with (tests/test_op_saves.py checks it against the framework).
     saves: ClassVar[dict[str, tuple[str, ...]]] = {}

@@ -28,7 +28,7 @@ import weakref
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
@@ -73,6 +73,14 @@ def _copying(case: Case, framework: str, device: str = "cpu") -> dict[str, Any]:
     cls = _adapters().get(framework)
     table = {**(getattr(cls, "copies", None) or {}), **(getattr(cls, "device_copies", None) or {}).get(device, {})}
     return {op: table[op] for op in case.ops if op in table} if table else {}
+
+
+def _approximate(framework: str, device: str) -> dict[str, float]:
+    """The kernels *framework* computes less exactly than float32 rounding on *device*, with their relative
+    error (``Adapter.kernel_precision``)."""
+    cls = _adapters().get(framework)
+    table = (getattr(cls, "kernel_precision", None) or {}).get(device, {})
+    return {kernel: bound for kernel, (bound, _) in table.items()}
 
 
 def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, str | None]:
@@ -414,13 +422,16 @@ class Engine:
             self._taken(ticket, REFERENCE_SERVICE)
         return _reference_reply(reply)
 
-    def spread(self, case: Case, copies: tuple[str, ...] = ()) -> tuple[dict | None, str | None]:
+    def spread(self, case: Case, copies: tuple[str, ...] = (),
+               approximate: Mapping[str, float] | None = None) -> tuple[dict | None, str | None]:
         """How far float32 arithmetic can move each reference observation of *case*, or why it is not known;
         asked for only when a float32 observation misses the float64 reference (most cells never need it).
-        *copies*: of the storage model where those ops copy (:meth:`copy_reference`)."""
-        key = (_case_key(case), copies)
+        *copies*: of the storage model where those ops copy (:meth:`copy_reference`); *approximate*: the
+        device's kernels that are less exact than float32 rounding (``Adapter.kernel_precision``)."""
+        approximate = dict(approximate or {})
+        key = (_case_key(case), copies, tuple(sorted(approximate.items())))
         if key not in self._spreads:
-            reply = self._ask_service(case, {"spread": True, "copies": list(copies)})
+            reply = self._ask_service(case, {"spread": True, "copies": list(copies), "approximate": approximate})
             self._spreads[key] = (({name: unpack(value) for name, value in reply["spread"].items()}, None)
                                   if reply.get("status") == "ok"
                                   else (None, reply.get("message", "the reference service gave no answer")))
@@ -512,7 +523,8 @@ class Engine:
             reference, reference_error, harness_error = self.reference(case)
             if harness_error is not None:
                 reply = {"status": "error", "message": harness_error}
-        outcome, details = self._classified(case, reply, reference, reference_error)
+        approximate = _approximate(framework, device)
+        outcome, details = self._classified(case, reply, reference, reference_error, approximate=approximate)
         copying = _copying(case, framework, device)
         # The storage model with the framework's copies is tried wherever the view model fails the cell: a
         # wrong result, values a memory case recorded that do not fit, or a step the view model cannot
@@ -520,22 +532,26 @@ class Engine:
         missed = (wrong_result(outcome, details) or _values_miss(outcome, details)
                   or (outcome == "error" and reference_error is not None))
         if copying and missed:
-            return self._judge_copies(case, reply, copying, outcome, details)
+            return self._judge_copies(case, reply, copying, outcome, details, approximate)
         return outcome, details
 
     def _classified(self, case: Case, reply: dict[str, Any], reference: dict | None, reference_error: str | None,
-                    copies: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
+                    copies: tuple[str, ...] = (), approximate: Mapping[str, float] | None = None
+                    ) -> tuple[str, dict[str, Any]]:
         outcome, details = classify(case, reply, reference, reference_error)
         if misses_in_float32(details):  # judged again, knowing what float32 arithmetic can do to the values
-            spread, why_not = self.spread(case, copies)
+            spread, why_not = self.spread(case, copies, approximate)
             if spread is not None:
                 outcome, details = classify(case, reply, reference, reference_error, spread=spread)
+                if approximate:  # the spread counted the device's approximate kernels: said beside the values
+                    details["approximate_kernels"] = dict(approximate)
             else:
                 details["float32_spread_unknown"] = why_not
         return outcome, details
 
     def _judge_copies(self, case: Case, reply: dict[str, Any], copying: dict[str, Any], outcome: str,
-                      details: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+                      details: dict[str, Any], approximate: Mapping[str, float] | None = None
+                      ) -> tuple[str, dict[str, Any]]:
         """A wrong cell judged again where the ops the framework copies (``Adapter.copies``) copy.
 
         When that storage model explains every value, a copy the framework documents makes the cell
@@ -545,7 +561,7 @@ class Engine:
         reference, reference_error, harness_error = self.copy_reference(case, copies)
         if harness_error is not None or reference is None:
             return outcome, details
-        again, judged = self._classified(case, reply, reference, reference_error, copies)
+        again, judged = self._classified(case, reply, reference, reference_error, copies, approximate)
         if wrong_result(again, judged) or again == "error" or _values_miss(again, judged):
             return outcome, details
         documented = {op: why.source for op, why in copying.items() if why.documented}

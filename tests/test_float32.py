@@ -4,6 +4,8 @@ down to 1e-4 relative, are still wrong."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from conformance.engine import Engine
 from conformance.judge.classify import compare
 from conformance.judge.reference import Float32Rounding, float32_spread, run_reference
 
-from .conftest import INSTALLED, SEED, framework_params
+from .conftest import INSTALLED, ROOT, SEED, framework_params
 
 #: d/dx sin(x*x) at 7.2, no in-place op at all: float32 rounds x*x (51.84) by 2e-6, and cos there turns
 #: that into 2.5e-4 of the gradient, in every float32 program.
@@ -102,3 +104,45 @@ def test_the_rnn_step_two_gradient_error_of_paddle_is_still_wrong() -> None:
     step_two = wrong["grad(rnn.weight_ih)[2]"]
     assert step_two["max_rel_error"] == pytest.approx(2.5e-4, rel=0.05)
     assert step_two["float32_spread"] < step_two["max_abs_error"] / 10
+
+
+def test_an_approximate_kernel_moves_its_results_by_up_to_its_relative_error_and_nothing_else_does() -> None:
+    values = np.linspace(-4.0, 4.0, 1001)
+    rounding = Float32Rounding(np.random.default_rng(0), {"rnn_tanh": 1e-5})
+    moved = rounding(values, "rnn_tanh").astype(np.float64)
+    relative = np.abs(moved - values) / np.maximum(np.abs(values), 1e-30)
+    assert 1e-6 < relative.max() <= 1e-5 * (1 + 1e-6) + 2 ** -24  # the bound, and the float32 cast
+    ulps = np.abs(rounding(values, "tanh").view(np.int32).astype(np.int64)
+                  - values.astype(np.float32).view(np.int32).astype(np.int64))
+    assert ulps.max() == 1  # another kernel: an ulp, as before
+    assert np.array_equal(Float32Rounding(None, {"rnn_tanh": 1e-5})(values, "rnn_tanh"), values.astype(np.float32))
+
+
+GPU_RNN = json.loads((Path(__file__).parent / "data" / "gpu_rnn_hidden_detach.json").read_text())
+
+
+def _gpu_reply(scale_step_one: float = 1.0) -> dict:
+    reply = json.loads(json.dumps(GPU_RNN["reply"]))
+    for observation in reply["observations"]:
+        if observation["name"].startswith("grad(") and observation["name"].endswith("[1]"):
+            observation["value"] = (np.asarray(observation["value"]) * scale_step_one).tolist()
+    return reply
+
+
+def test_cudnns_approximate_tanh_is_not_a_finding_on_a_gpu_and_a_one_percent_error_still_is() -> None:
+    """rnn_hidden_detach as an H200 computed it (cuDNN's tanh is off by up to 1.1e-5, its gradients here by
+    up to 9e-5): right on the GPU, where the spread counts that kernel (TorchAdapter.kernel_precision);
+    the same values would be wrong from a CPU, and a gradient 1% off is wrong on the GPU too."""
+    case = load_case(next(ROOT.glob(f"cases/*/{GPU_RNN['case']}.yaml")))
+    engine = Engine(timeout=120)
+    try:
+        on_gpu = engine._judge(case, _gpu_reply(), "torch", "gpu")
+        as_if_cpu = engine._judge(case, _gpu_reply(), "torch", "cpu")
+        one_percent = engine._judge(case, _gpu_reply(1.01), "torch", "gpu")
+    finally:
+        engine.close()
+    assert on_gpu[0] == "silent-correct", on_gpu[1].get("max_error")
+    assert on_gpu[1]["approximate_kernels"] == {"rnn_tanh": 1.1e-5}
+    assert as_if_cpu[0] == "silent-wrong" and "approximate_kernels" not in as_if_cpu[1]
+    assert one_percent[0] == "silent-wrong"
+    assert {o["name"] for o in one_percent[1]["observations"] if o.get("ok") is False} >= {"grad(rnn.weight_ih)[1]"}

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -366,14 +367,22 @@ class Float32Rounding:
 
     dtype = np.float32
 
-    def __init__(self, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, rng: np.random.Generator | None = None, approximate: Mapping[str, float] | None = None) -> None:
         self.rng = rng
+        #: kernels of the device the cell ran on whose results lie further from the exact value than an
+        #: ulp (``Adapter.kernel_precision``), by name, with the largest relative error they have
+        self.approximate = dict(approximate or {})
 
-    def __call__(self, value: Any) -> np.ndarray:
-        """An op's result, as float32 (moved by an ulp at random, with a generator)."""
+    def __call__(self, value: Any, kernel: str | None = None) -> np.ndarray:
+        """An op's result, as float32 (moved by an ulp at random, with a generator; the result of an
+        approximate *kernel*, by up to its relative error, at random)."""
         value = np.asarray(value)
         if value.dtype.kind != "f":
             return value
+        if self.rng is not None and value.size and kernel in self.approximate:
+            bound = self.approximate[kernel]
+            moved = value.astype(np.float64) * (1.0 + self.rng.uniform(-bound, bound, size=value.shape))
+            return moved.astype(np.float32)
         value = value.astype(np.float32)
         if self.rng is not None and value.size:
             step = self.rng.integers(-1, 2, size=value.shape)  # down, stay, up
@@ -402,7 +411,10 @@ class Machine:
         #: The reference itself computes in float64; with a rounding, the program computed in float32
         #: (:func:`float32_spread`): what ops compute on, and what becomes of each result.
         self.working = np.float64 if rounding is None else rounding.dtype
-        self.round: Callable[[Any], np.ndarray] = rounding or (lambda value: value)
+        self.round: Callable[..., np.ndarray] = rounding or (lambda value, kernel=None: value)
+        #: the framework kernel the values being computed stand for, where one is approximate on some
+        #: device (:meth:`in_kernel`); None: an op's own arithmetic
+        self.kernel: str | None = None
         self.env: dict[str, Any] = {}
         self.counters: dict[str, int] = {}
         self.loop: tuple[int, ...] = ()
@@ -436,6 +448,16 @@ class Machine:
                     self.unjudged[observation_key(step.name, self.loop)] = str(failure)
                     continue
                 raise failure from exc
+
+    @contextmanager
+    def in_kernel(self, name: str) -> Iterator[None]:
+        """The values computed inside stand for framework kernel *name* (``cudnn_rnn_tanh``): a device
+        whose kernel is approximate (``Adapter.kernel_precision``) moves them further in the float32 spread."""
+        previous, self.kernel = self.kernel, name
+        try:
+            yield
+        finally:
+            self.kernel = previous
 
     def _as_copies(self, step: Step) -> None:
         """Rebind the results of *step* to copies of what the storage model gave: the same values, a
@@ -488,7 +510,9 @@ class Machine:
         values = [self.operand_value(a) if isinstance(a, (str, int, float)) else a.value.astype(self.working)
                   for a in args]
         value, vjps = fn(*values)
-        value = self.round(np.asarray(value, dtype=self.working))
+        value = self.round(np.asarray(value, dtype=self.working), self.kernel)
+        if self.kernel in getattr(self.round, "approximate", ()) and hasattr(fn, "backward_from"):
+            _, vjps = fn.backward_from(*values, value)  # the kernel's backward reads the output it gave
         if not self.grad_enabled:
             return value, Node(value.shape)
         parents = []

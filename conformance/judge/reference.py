@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any, Collection, Mapping
 
 import numpy as np
 
@@ -86,20 +86,24 @@ SPREAD_RUNS = 5
 
 
 def float32_spread(case: Case, reference: ReferenceResult, time_limit: float = 60.0,
-                   copies: Collection[str] = ()) -> dict[str, np.ndarray | None]:
+                   copies: Collection[str] = (), approximate: Mapping[str, float] | None = None
+                   ) -> dict[str, np.ndarray | None]:
     """How far float32 arithmetic can move each observation of *case* from its float64 reference: the
     largest distance, element by element, over runs of the program with every value rounded to float32
     (to nearest, then up or down at random, seeded by the case's id so a verdict is reproducible).
 
     An ill-conditioned value (``cos`` of a large argument, ``1 - tanh(x)**2`` at large ``x``) moves by
     far more than the default tolerance when its inputs are rounded, as every float32 program computing
-    it does; a wrong value from an in-place hazard moves by the size of the hazard."""
+    it does; a wrong value from an in-place hazard moves by the size of the hazard.  *approximate*: the
+    kernels of the cell's device that are less exact than that, with their relative error
+    (``Adapter.kernel_precision``)."""
     deadline = time.monotonic() + time_limit
     rng = np.random.default_rng(zlib.crc32(case.id.encode("utf-8")))
     spread: dict[str, np.ndarray | None] = {}
     for run in range(SPREAD_RUNS):
         rounded = run_reference(case, max(deadline - time.monotonic(), 0.001),
-                                Float32Rounding(rng if run else None), partial=True, copies=copies).observations
+                                Float32Rounding(rng if run else None, approximate), partial=True,
+                                copies=copies).observations
         for key, exact in reference.observations.items():
             value = rounded.get(key)
             if exact is None or value is None or np.shape(value) != np.shape(exact):

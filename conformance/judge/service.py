@@ -43,7 +43,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     and the observations it cannot give (``unjudged``); with ``"spread": true``, instead, how far float32
     arithmetic can move each of them (:func:`conformance.judge.reference.float32_spread`).  With
     ``"copies": [ops]``, both for a storage model where those ops' results are copies (a framework's
-    documented copies)."""
+    documented copies); ``"approximate": {kernel: relative error}`` widens the spread by the kernels of the
+    cell's device that are less exact than float32 rounding."""
     from conformance.case.model import case_from_message
     from conformance.judge.reference import ReferenceFailure, ReferenceLimit, float32_spread, run_reference
 
@@ -53,7 +54,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         copies = request.get("copies") or ()
         result = run_reference(case, time_limit=limit, partial=True, copies=copies)
         if request.get("spread"):
-            spread = float32_spread(case, result, limit, copies=copies)
+            spread = float32_spread(case, result, limit, copies=copies, approximate=request.get("approximate"))
             return {"status": "ok", "spread": {k: _jsonable(v) for k, v in spread.items()}}
     except ReferenceFailure as exc:
         return {"status": "failed", "message": str(exc)}

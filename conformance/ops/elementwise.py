@@ -45,7 +45,11 @@ class Unary:
         return (saved,) if saved else ()
 
     def __call__(self, x: Array):
-        y = self.forward(x)
+        return self.backward_from(x, self.forward(x))
+
+    def backward_from(self, x: Array, y: Array):
+        """The value *y* and its vector-Jacobian product, the derivative computed from that *y* (an
+        approximate kernel's output, ``Machine.in_kernel``, as its backward reads it)."""
         return y, [lambda g: g * self.derivative(x, y)]
 
 

@@ -36,6 +36,9 @@ def _linear_forward(m, module, inputs) -> list:
     params = [p["weight"]] + ([p["bias"]] if "bias" in p else [])
     return [m.new(_linear_fn, inputs[0], *params)]
 
+#: The kernel an RNN module's tanh stands for: a device may compute it approximately (``Machine.in_kernel``).
+RNN_TANH = "rnn_tanh"
+
 
 def _rnn_forward(m, module, inputs) -> list:
     """A one-layer Elman RNN (tanh), time-major: x is (T, B, in), h0 is (1, B, H)."""
@@ -52,7 +55,9 @@ def _rnn_forward(m, module, inputs) -> list:
         xt = x.view(lambda a, t=t: a[t])
         pre_x = m.new(_linear_fn, xt, p["weight_ih"], p["bias_ih"])
         pre_h = m.new(_linear_fn, h, p["weight_hh"], p["bias_hh"])
-        h = m.new(UNARY["tanh"], m.new(lambda a, b: (a + b, [lambda g: g, lambda g: g]), pre_x, pre_h))
+        pre = m.new(lambda a, b: (a + b, [lambda g: g, lambda g: g]), pre_x, pre_h)
+        with m.in_kernel(RNN_TANH):  # cuDNN's tanh is approximate (TorchAdapter.kernel_precision)
+            h = m.new(UNARY["tanh"], pre)
         outputs.append(h)
     output = m.new(lambda *hs: (np.stack(hs), [(lambda i: lambda g: g[i])(i) for i in range(len(hs))]),
                    *outputs)
