@@ -43,6 +43,7 @@ ALL_OPS = """
       - {op: exp, args: [m], out: e1}
       - {op: tanh, args: [m], out: t3}
       - {op: sigmoid, args: [m], out: g1}
+      - {op: logit, args: [g1], out: lg1}
       - {op: relu, args: [m], out: r1}
       - {op: abs, args: [m], out: b1}
       - {op: add, args: [s1, c1], out: a1}

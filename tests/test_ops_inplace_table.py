@@ -292,3 +292,70 @@ def test_fill_sends_no_gradient_back(write_case) -> None:
 - {observe: grad, of: x}
 """)
     np.testing.assert_array_equal(obs["grad(x)"], [4.0, 4.0])  # only through the second factor
+
+
+def test_cumsum_in_place_values_and_gradient_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+- {op: mul, args: [x, 2.0], out: a}
+- {op: cumsum_, args: [a], dim: 0}
+- {op: cumsum, args: [x], dim: -1, out: r}
+- {observe: value, of: a}
+- {observe: value, of: r}
+- {op: mul, args: [a, a], out: sq}
+- {op: sum, args: [sq], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(a)"], [[2.0, 4.0], [8.0, 12.0]])  # 2x, then down the rows
+    np.testing.assert_allclose(obs["value(r)"], [[1.0, 3.0], [3.0, 7.0]])  # along the rows
+    # d loss / d a = 2a = [[4, 8], [16, 24]]; through the running sum down dim 0 each row gets the sum of
+    # the rows at or below it: [[20, 32], [16, 24]]; through a = 2x, twice that
+    np.testing.assert_allclose(obs["grad(x)"], [[40.0, 64.0], [32.0, 48.0]])
+
+
+def test_logit_in_place_values_and_gradient_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [0.5, 0.75, 0.2], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: logit_, args: [h]}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [0.0, np.log(3.0), np.log(0.25)])  # log(x / (1 - x))
+    np.testing.assert_allclose(obs["grad(x)"], [4.0, 1 / 0.1875, 1 / 0.16])  # 1 / (x (1 - x))
+
+
+def test_index_fill_and_an_in_place_comparison_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad: true}
+- {op: mul, args: [x, 3.0], out: h}
+- {op: index_fill_, args: [h], dim: 1, positions: [0, 2], value: -1.0}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: a, value: [1.0, 2.0, 3.0]}
+- {op: tensor, out: b, value: [2.0, 2.0, 2.0]}
+- {op: gt_, args: [a, b]}
+- {observe: value, of: a}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [[-1.0, 6.0, -1.0], [-1.0, 15.0, -1.0]])  # columns 0 and 2 set
+    np.testing.assert_allclose(obs["grad(x)"], [[0.0, 3.0, 0.0], [0.0, 3.0, 0.0]])  # only column 1 still reads x
+    np.testing.assert_allclose(obs["value(a)"], [0.0, 0.0, 1.0])  # 1 where a > b, as floats
+
+
+def test_index_fill_positions_are_checked(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    for positions in ("[]", "[-1]", "[0.5]", "0"):
+        with pytest.raises(CaseError, match="positions must be"):
+            _run(write_case, f"- {{op: tensor, out: x, value: [1.0, 2.0]}}\n"
+                             f"- {{op: index_fill_, args: [x], dim: 0, positions: {positions}, value: 0.0}}\n"
+                             f"- {{observe: value, of: x}}")
+    with pytest.raises(ReferenceFailure, match="out of range"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                         "- {op: index_fill_, args: [x], dim: 0, positions: [2], value: 0.0}\n"
+                         "- {observe: value, of: x}")

@@ -20,7 +20,7 @@ class PaddleAdapter(Adapter):
     root = "paddle"
     # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
     # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
-    method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_"}
+    method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_", "gt_": "greater_than_"}
     # Paddle's documented names for these functions (paddle.multiply(x, y, out=...)); paddle.mul and
     # paddle.sub are the torch-style aliases of 3.x.
     out_functions = {"mul": "multiply", "sub": "subtract"}
@@ -250,6 +250,13 @@ class PaddleAdapter(Adapter):
     def spell_softmax_(self, w: Any, step: Any) -> None:
         self.resolve("F.softmax_")
         w.emit(w.bind(step) + f"F.softmax_({step.args[0]}, axis={step.fields['dim']})")
+
+    def spell_index_fill_(self, w: Any, step: Any) -> None:
+        # Paddle's Tensor.index_fill_(index, axis, value): the index before the axis, where torch's
+        # index_fill_(dim, index, value) puts the dimension first.
+        f = step.fields
+        index = self.tensor(w.literal(list(f["positions"])), "int64", False)
+        w.emit(w.bind(step) + self.method(step.args[0], "index_fill_", index, str(f["dim"]), w.literal(f["value"])))
 
     def spell_fill_diagonal_tensor_(self, w: Any, step: Any) -> None:
         # Paddle's own in-place op (Tensor.fill_diagonal_tensor_), where torch's users copy into diagonal().

@@ -215,11 +215,6 @@ register(Op(
     run_reference=_same_or_copy, run_spell=_astype_spell,
 ))
 register(Op(
-    "to_device", "out = t.to(DEVICE): t moved to the case's device, where it already is; both frameworks "
-    "return t itself then (torch documents it: \"self is returned\").", args=("tensor",),
-    run_reference=_same_or_copy, run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'to', 'DEVICE')}"),
-))
-register(Op(
     "cpu", "out = t.cpu(): t itself on a CPU as both frameworks document (a copy from a GPU; cases observe "
     "memory).", args=("tensor",),
     run_reference=_same_or_copy, run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'cpu')}"),

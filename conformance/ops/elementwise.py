@@ -77,6 +77,8 @@ UNARY_MORE = (
           saves="input"),
     Unary("log1p", np.log1p, lambda x, y: 1.0 / (1.0 + x), domain=lambda x: np.abs(x) - 0.5, fuzz=_NO_DOMAIN,
           saves="input"),
+    Unary("logit", lambda x: np.log(x / (1.0 - x)), lambda x, y: 1.0 / (x * (1.0 - x)),
+          domain=lambda x: 0.5 + 0.45 * np.tanh(x), fuzz=_NO_DOMAIN, saves="input"),
     Unary("neg", np.negative, lambda x, y: -np.ones_like(x)),
     Unary("reciprocal", lambda x: 1.0 / x, lambda x, y: -y * y, saves="output"),
     Unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, domain=_POSITIVE, fuzz=_NO_DOMAIN, saves="output"),

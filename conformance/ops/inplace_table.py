@@ -347,3 +347,90 @@ register(Op(
     run_spell=lambda w, s: w.emit(w.bind(s) + w.a.unary_out(s.fields["fn"], s.args[0], s.fields["into"])),
     fuzz="an out= of another shape resizes it, which the fuzzer's shapes do not follow; it draws add_out",
 ))
+
+
+# -- cumsum: a running sum along a dimension (paddle's TestDygraphInplaceCumsum) ----------------------
+
+
+def cumulative_sum(axis: int) -> Callable:
+    def fn(x: Array):
+        return np.cumsum(x, axis=axis), [lambda g: np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)]
+    return fn
+
+
+def _cumsum_of(m, s) -> Callable:
+    return cumulative_sum(_axis(int(s.fields["dim"]), len(m.tensor(s.args[0]).shape)))
+
+
+def _cumsum_fuzz(d):
+    x = d.pick("tensor", where=lambda f: len(f.shape) > 0)
+    return None if x is None else {"args": [x], "dim": d.dim(len(d.shape(x)))}
+
+
+_CUMSUM_DIM = Field("number", required=True, doc="the dimension summed along (torch dim, paddle axis: the "
+                                                  "first argument after the tensor in both)")
+
+register(Op(
+    "cumsum", "out = cumsum(t, dim): running sums along dim, out of place.", args=("tensor",),
+    fields={"dim": _CUMSUM_DIM}, check=_integer_dim, fuzz=_cumsum_fuzz,
+    run_reference=lambda m, s: m.bind(s, m.new(_cumsum_of(m, s), s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.function('cumsum')}({s.args[0]}, {s.fields['dim']})"),
+))
+register(Op(
+    "cumsum_", "t.cumsum_(dim): running sums along dim, in place (its backward needs no saved value).",
+    args=("tensor",), out="optional", fields={"dim": _CUMSUM_DIM}, check=_integer_dim, fuzz=_cumsum_fuzz,
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_cumsum_of(m, s)),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "cumsum_", str(s.fields["dim"]))),
+))
+
+
+# -- index_fill_: whole slices along a dimension set to a number (paddle's TestDygraphInplaceIndexFill) ------
+
+
+def index_filled(axis: int, index: list[int], value: float) -> Callable:
+    def fn(x: Array):
+        filled = x.copy()
+        where = [slice(None)] * x.ndim
+        where[axis] = index
+        filled[tuple(where)] = value
+
+        def back(g):
+            g = np.array(g, dtype=np.float64)
+            g[tuple(where)] = 0.0  # the filled elements no longer depend on x
+            return g
+        return filled, [back]
+    return fn
+
+
+def _index_fill_check(data, scope, fail) -> None:
+    _integer_dim(data, scope, fail)
+    index = data.get("positions")
+    if not isinstance(index, list) or not index or not all(type(i) is int and 0 <= i < 2**31 for i in index):
+        raise fail(f"positions must be a non-empty list of whole numbers (0 or more), not {index!r}")
+
+
+def _index_fill_of(m, s) -> Callable:
+    x = m.tensor(s.args[0])
+    axis = _axis(int(s.fields["dim"]), len(x.shape))
+    if max(s.fields["positions"]) >= x.shape[axis]:
+        raise IndexError(f"position {max(s.fields['positions'])} is out of range for dimension {axis} of size "
+                         f"{x.shape[axis]}")
+    return index_filled(axis, list(s.fields["positions"]), float(s.fields["value"]))
+
+
+def _index_fill_spell(w, s) -> None:
+    f = s.fields
+    index = w.a.tensor(w.literal(list(f["positions"])), "int64", False)
+    w.emit(w.bind(s) + w.method(s.args[0], "index_fill_", str(f["dim"]), index, w.literal(f["value"])))
+
+
+register(Op(
+    "index_fill_", "t.index_fill_(dim, index, value): the slices of t at index along dim set to value, in place "
+    "(paddle: t.index_fill_(index, axis, value)).", args=("tensor",), out="optional",
+    fields={"dim": Field("number", required=True, doc="the dimension the index picks slices of"),
+            "positions": Field("numbers", required=True, doc="the positions along dim (the index tensor), whole numbers"),
+            "value": Field("number", required=True, doc="the number the slices become")},
+    check=_index_fill_check, run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_index_fill_of(m, s)),
+    run_spell=_index_fill_spell,
+    fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
+))

@@ -92,3 +92,25 @@ register(Op(
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.function('where')}({', '.join(s.args)})"),
     fuzz=_NOT_FUZZED_MASK,
 ))
+
+
+def _compare_in_place_reference(fn):
+    """``t.gt_(other)``: the comparison's 1s and 0s written into t in place, as torch documents in-place ops
+    (t keeps its dtype); no gradient flows through a comparison."""
+    def compare(x, y):
+        return fn(x, y).astype(np.float64), [lambda g: np.zeros_like(g), lambda g: np.zeros_like(g)]
+
+    def reference(m, s) -> None:
+        tensor = m.tensor(s.args[0])
+        m.inplace(tensor, compare, *s.args[1:])
+        m.bind(s, tensor)
+    return reference
+
+
+register(Op(
+    "gt_", "t.gt_(other): 1 where t > other, else 0, written into t in place (paddle: greater_than_, which "
+    "makes t a bool tensor).", args=("tensor", "operand"), out="optional",
+    run_reference=_compare_in_place_reference(np.greater),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "gt_", w.arg(s, 1))),
+    fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
+))
