@@ -359,3 +359,19 @@ def test_index_fill_positions_are_checked(write_case) -> None:
         _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
                          "- {op: index_fill_, args: [x], dim: 0, positions: [2], value: 0.0}\n"
                          "- {observe: value, of: x}")
+
+
+def test_pad_orders_widths_from_the_last_dimension_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+- {op: pad, args: [x], widths: [1, 0, 0, 1], value: -1.0, out: p}
+- {observe: value, of: p}
+- {op: tensor, out: w, value: [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]}
+- {op: mul, args: [p, w], out: q}
+- {op: sum, args: [q], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    # [1, 0] pads the columns (one before), [0, 1] the rows (one after)
+    np.testing.assert_allclose(obs["value(p)"], [[-1.0, 1.0, 2.0], [-1.0, 3.0, 4.0], [-1.0, -1.0, -1.0]])
+    np.testing.assert_allclose(obs["grad(x)"], [[2.0, 3.0], [5.0, 6.0]])  # w where x's elements landed

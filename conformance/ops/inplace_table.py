@@ -434,3 +434,46 @@ register(Op(
     run_spell=_index_fill_spell,
     fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
 ))
+
+
+# -- pad: a constant border, out of place (torch's constant_pad_nd tests) ------------------------------
+
+
+def padded(pairs: list[tuple[int, int]], value: float) -> Callable:
+    """*pairs*: (before, after) for every dimension, first to last."""
+    def fn(x: Array):
+        inside = tuple(slice(before, before + size) for (before, _), size in zip(pairs, x.shape))
+        return np.pad(x, pairs, constant_values=value), [lambda g: np.asarray(g)[inside]]
+    return fn
+
+
+def _pad_check(data, scope, fail) -> None:
+    widths = data.get("widths")
+    if (not isinstance(widths, list) or not widths or len(widths) % 2
+            or not all(type(w) is int and 0 <= w <= 64 for w in widths)):
+        raise fail(f"widths must be an even-length list of whole numbers from 0 to 64, not {widths!r}")
+
+
+def _pad_of(m, s) -> Callable:
+    """torch's documented order: the first pair pads the last dimension, the next the one before it."""
+    x = m.tensor(s.args[0])
+    widths = list(s.fields["widths"])
+    if len(widths) > 2 * len(x.shape):
+        raise ValueError(f"{len(widths) // 2} pairs of widths for a tensor of {len(x.shape)} dimensions")
+    pairs = [(0, 0)] * len(x.shape)
+    for i in range(len(widths) // 2):
+        pairs[len(x.shape) - 1 - i] = (widths[2 * i], widths[2 * i + 1])
+    return padded(pairs, float(s.fields["value"]))
+
+
+register(Op(
+    "pad", "out = F.pad(t, widths, value=v): a constant border around t, a new tensor; widths as torch orders "
+    "them (a pair per dimension from the last), the order paddle keeps only for a list shorter than two per "
+    "dimension.", args=("tensor",),
+    fields={"widths": Field("numbers", required=True, doc="before and after, a pair per dimension from the last"),
+            "value": Field("number", default=0.0, doc="the number the border holds")},
+    check=_pad_check, run_reference=lambda m, s: m.bind(s, m.new(_pad_of(m, s), s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.activation_function('pad')}({s.args[0]}, "
+                                  f"{list(s.fields['widths'])}, value={w.literal(s.fields['value'])})"),
+    fuzz="its widths must fit the drawn tensor's dimensions, which the fuzzer's draws do not keep",
+))
