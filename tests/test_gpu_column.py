@@ -77,3 +77,43 @@ def test_a_rehearsal_on_the_cpu_writes_a_column_eager_first_in_at_most_8_small_f
     assert log.index("== eager") < log.index("== compiled")  # a run cut short still leaves the eager column
     baseline = json.loads((out / "baselines" / f"torch-{version}-cpu.json").read_text())
     assert set(baseline["cells"]) == {"quick", "wrong"}
+
+
+@needs_torch
+def test_the_cells_that_differ_from_the_cpu_column_are_confirmed_by_their_reproducers(tmp_path: Path) -> None:
+    """tools/gpu_confirm.py on the CPU: a column whose cells differ from the one it is compared with has each
+    of them run again by ``conformance show``; a record that show's verdict bears out agrees, one it does not
+    is named (and the exit status is 1)."""
+    import torch
+
+    version = torch.__version__.split("+")[0]
+    cases = tmp_path / "cases"
+    write_case(cases, QUICK, "quick")
+    write_case(cases, WRONG, "wrong")
+    out = tmp_path / "out"
+    done = run(out, env={"DEVICE": "cpu", "CASES": str(cases), "CONFIRM_SECONDS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    column = out / f"torch-{version}-cpu.jsonl"
+    lines = column.read_text().splitlines()
+    records = {json.loads(line).get("case"): json.loads(line) for line in lines if '"case"' in line}
+    assert records["wrong"]["outcome"] == "silent-wrong" and records["quick"]["outcome"] == "silent-correct"
+    against = tmp_path / "against"
+    against.mkdir()
+    # what it is compared with says otherwise of both cells; the column itself is as the run recorded it
+    swapped = {"silent-wrong": "silent-correct", "silent-correct": "raises"}
+    (against / column.name).write_text("\n".join(
+        line.replace(f'"outcome":"{records[c]["outcome"]}"', f'"outcome":"{swapped[records[c]["outcome"]]}"')
+        if c in records else line for line, c in ((line, json.loads(line).get("case")) for line in lines)) + "\n")
+    (out / f"torch-{version}-cpu-compiled.jsonl").unlink()
+    confirm = subprocess.run([sys.executable, "tools/gpu_confirm.py", str(out), "--device", "cpu", "--jobs", "2",
+                              "--against", str(against), "--paths", str(cases)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=600)
+    table = (out / "confirmations.txt").read_text()
+    assert "2 cell(s) differ" in confirm.stdout, confirm.stdout + confirm.stderr
+    assert confirm.returncode == 0 and table.count("agrees\t") == 2, table
+    # a record its reproducer does not bear out
+    column.write_text(column.read_text().replace('"outcome":"silent-correct"', '"outcome":"aliases"'))
+    again = subprocess.run([sys.executable, "tools/gpu_confirm.py", str(out), "--device", "cpu", "--jobs", "2",
+                            "--against", str(against), "--paths", str(cases)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 1 and "DIFFERS\tquick" in (out / "confirmations.txt").read_text()

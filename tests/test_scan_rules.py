@@ -227,6 +227,25 @@ SNIPPETS = {
         x = torch.tensor([1.0], requires_grad=True)
         z = x.clone()
         """),
+    "IC120": ("""
+        a = torch.ones(2, 2)
+        b = torch.ones(2, 2)
+        torch.matmul(a, b, out=a)
+        """, """
+        a = torch.ones(2, 2)
+        b = torch.ones(2, 2)
+        c = torch.matmul(a, b)
+        a.copy_(c)
+        """),
+    "IC121": ("""
+        x = torch.tensor([1.0, 2.0])
+        x.gt_(torch.tensor([1.5, 1.5]))
+        x.add_(1.0)
+        """, """
+        x = torch.tensor([1.0, 2.0])
+        m = x > 1.5
+        x = torch.where(m, torch.ones(2), torch.zeros(2))
+        """),
 }
 
 

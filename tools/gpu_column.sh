@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU column, on a machine with a GPU and no network: the catalogue on torch's GPU, eager and then
 # compiled, written to OUTDIR (at most 8 files in all, each well under 16 MiB: two results files, their
-# programs, the log, and the two baselines in OUTDIR/baselines), eager first, so that a run cut short still
-# leaves a column.
+# programs, the log, the reproducers' confirmations of the cells that differ from the CPU column, and the two
+# baselines in OUTDIR/baselines), eager first, so that a run cut short still leaves a column.
 #
 #     tools/gpu_column.sh OUTDIR
 #
 # Needs torch with CUDA, NumPy, PyYAML, packaging, hypothesis, pytest and pytest-xdist installed; installs
 # this project from this tree without the network (or runs it from the tree where pip cannot).  On a
 # machine where no GPU is visible it stops at once with one line saying so, and exit status 3.  Each phase
-# is bounded (EAGER_SECONDS, COMPILED_SECONDS: 210 and 270 by default) so the whole fits in 8 minutes; a
+# is bounded (EAGER_SECONDS, COMPILED_SECONDS, CONFIRM_SECONDS: 210, 270 and 150 by default); a
 # phase cut short keeps every cell it finished (the run is stopped as Ctrl-C stops it).
 #
 # A rehearsal on a machine without a GPU runs the same commands on its CPU: DEVICE=cpu (and CASES=cases/seed
@@ -86,5 +86,10 @@ if [ "$device" = gpu ]; then  # seed 004 as it was measured, on 10000 x 10000 (a
   timeout 60 "$python" benchmarks/relu_memory.py 2>&1 | tee -a "$log"
 fi
 phase compiled "${COMPILED_SECONDS:-270}" compiled
+# Every cell that differs from the committed CPU column of the same version, run again alone by its reproducer
+# (conformance show, a fresh worker) on this device: OUTDIR/confirmations.txt.
+echo "== confirmations ($(date -u +%T))" | tee -a "$log"
+timeout --signal=INT --kill-after=20 "${CONFIRM_SECONDS:-150}" \
+  "$python" tools/gpu_confirm.py "$out" --device "$device" --jobs "$workers" --paths "$cases" 2>&1 | tee -a "$log"
 ls -l "$out" "$out/baselines" >>"$log"
 echo "done: $out ($(ls "$out" | wc -l) entries)"

@@ -159,7 +159,7 @@ class Calls(Effects):
         out = kw_values.get("out")
         if isinstance(out, Value) and self._is_tensorish(out):
             self._write(out, "out", e, name=name_of(keywords["out"]), fields={"out": True})
-            self._check_out_inputs(args, e, qualified)
+            self._check_out_inputs(args, e, qualified, out)
             return out
         if first is not None and self._is_tensorish(first) and (
                 constant(keywords.get("inplace")) is True or (last.endswith("_") and not last.startswith("_"))):
@@ -203,12 +203,17 @@ class Calls(Effects):
             return self._fresh(e, receiver.requires_grad, history=self._history([receiver]))
         return Value(node=e)
 
-    def _check_out_inputs(self, args: Sequence[Any], e: ast.Call, op: str) -> None:
-        """``out=`` on inputs that require grad: a use the out= rule asks about."""
+    def _check_out_inputs(self, args: Sequence[Any], e: ast.Call, op: str, out: Any = None) -> None:
+        """``out=`` on inputs that require grad, and ``out=`` naming one of the inputs (or memory one of them
+        is on): uses the out= rules ask about."""
         tensors = [a for a in args if isinstance(a, Value) and a.kind in ("tensor", "unknown") and not a.constant]
         grad = next((a for a in tensors if a.requires_grad is True), None)
         if self.state.grad_enabled and grad is not None:
             self._use("out", grad, e, {"op": op})
+        if isinstance(out, Value):
+            read = next((a for a in tensors if a is out or (a.memory is not None and a.memory is out.memory)), None)
+            if read is not None:
+                self._use("out_reads", read, e, {"op": op})
 
     def _local_call(self, name: str, e: ast.Call) -> Any:
         """A function of the file: what it writes into its arguments (its summary) happens here too."""

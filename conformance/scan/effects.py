@@ -98,7 +98,7 @@ class Effects:
         if op.endswith("_out") and "into" not in writes and isinstance(out_value, Value):
             self._write(out_value, op, node, name=name_of(keywords.get("out")), fields=fields)
         if op.endswith("_out") or out_value is not None:
-            self._check_out_inputs(args, node, op)  # type: ignore[arg-type]
+            self._check_out_inputs(args, node, op, out_value)  # type: ignore[arg-type]
         result = self._result(op, facts, args, node, keywords, fields, out_value)
         if isinstance(result, Value) and result is not first and isinstance(node, ast.Call):
             result.argument_kind = argument_kind(node, self.ctx.imports)

@@ -511,5 +511,38 @@ class CopyingConversion(Rule):
                                "a copying conversion of a tensor that requires grad")
 
 
+@rule
+class OutReadsItself(Rule):
+    code = "IC120"
+    title = "out= naming one of the op's own inputs"
+    decisive = ("op",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op == "out_reads":
+                yield Sighting(self.code, use.node, (("op", str(use.fields.get("op"))),),
+                               "`out=` names memory the op also reads: a kernel may overwrite an input before it "
+                               "has read all of it")
+
+
+#: In-place comparisons and logical ops: torch keeps the tensor's dtype (1s and 0s), paddle makes it bool.
+IN_PLACE_COMPARISONS = frozenset({"gt_", "ge_", "lt_", "le_", "eq_", "ne_", "greater_than_", "greater_equal_",
+                                  "less_than_", "less_equal_", "equal_", "not_equal_", "logical_and_",
+                                  "logical_or_", "logical_xor_", "logical_not_"})
+
+
+@rule
+class InPlaceComparison(Rule):
+    code = "IC121"
+    title = "an in-place comparison or logical op"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if write.op in IN_PLACE_COMPARISONS:
+                yield Sighting(self.code, write.node, (("op", "comparison_"),),
+                               f"`{write.op}` writes 1s and 0s into {_named(write)}: torch keeps its dtype, paddle "
+                               f"makes it a bool tensor")
+
+
 def by_code() -> dict[str, Rule]:
     return {r.code: r for r in RULES}
