@@ -75,6 +75,18 @@ def _copying(case: Case, framework: str, device: str = "cpu") -> dict[str, Any]:
     return {op: table[op] for op in case.ops if op in table} if table else {}
 
 
+def _same_values(a: Any, b: Any) -> bool:
+    """Two observed values alike, NaN for NaN (an observation read twice by one program)."""
+    import numpy as np
+
+    if a is None or b is None or isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
+        return a == b
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), equal_nan=True))
+    except (TypeError, ValueError):
+        return a == b
+
+
 def _approximate(framework: str, device: str) -> dict[str, float]:
     """The kernels *framework* computes less exactly than float32 rounding on *device*, with their relative
     error (``Adapter.kernel_precision``)."""
@@ -487,6 +499,8 @@ class Engine:
                 version = worker_info["framework_version"]
         try:
             outcome, details = self._judge(case, reply, framework, device)
+            if outcome == "silent-wrong" and cls is not None:  # a wrong value is looked at twice
+                details = self._once_more(case, framework, device, mode, details)
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
             outcome, details = "error", {"message": f"the harness could not judge this cell: "
                                                     f"{type(exc).__name__}: {exc}"}
@@ -577,6 +591,25 @@ class Engine:
             return outcome, details
         judged["documented_copies"] = documented
         return ("copies" if again == "silent-correct" else again), judged
+
+    def _once_more(self, case: Case, framework: str, device: str, mode: str,
+                   details: dict[str, Any]) -> dict[str, Any]:
+        """A wrong cell run a second time in a fresh program: where its observations differ from the first
+        run's (a read of freed memory, a race between duplicate writes), the record says so
+        (``nondeterministic``: the observations that differ and the second outcome), and a baseline or a
+        diff never takes such a cell for a change of the framework."""
+        again, _, _ = self._execute_timed(case, framework, device, mode)
+        if again.get("status") not in ("completed", "raised"):
+            differing, second = ["(the second run: " + str(again.get("status")) + ")"], again.get("status")
+        else:
+            second, second_details = self._judge(case, again, framework, device)
+            first = {o["name"]: o.get("value") for o in details.get("observations", ()) if "name" in o}
+            then = {o["name"]: o.get("value") for o in second_details.get("observations", ()) if "name" in o}
+            differing = sorted(name for name in first.keys() | then.keys()
+                               if not _same_values(first.get(name), then.get(name)))
+        if differing or second != "silent-wrong":
+            details["nondeterministic"] = {"second_outcome": second, "differing": differing}
+        return details
 
     def _reproducer(self, case: Case, framework: str, device: str, mode: str) -> dict[str, Any] | None:
         """The reproducer of a cell whose worker died running it (the reply that carries it died with it),

@@ -515,3 +515,55 @@ def test_a_new_api_that_arrives_silently_wrong_is_listed_first_among_the_new_api
     lines = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")
              and line.split()[0].endswith(("harmless", "dangerous"))]
     assert lines == ["z_dangerous", "a_harmless", "b_harmless"], lines
+
+
+def test_a_cell_whose_values_differ_between_two_runs_is_listed_and_never_gates(tmp_path: Path, capsys) -> None:
+    """found_leaf_array_from_dlpack_set_*'s kind: a read of freed memory, wrong with other values each run.
+    Its record says so (``nondeterministic``); a diff lists it under its own heading and exits 0, and a
+    baseline takes it for no change."""
+    from conformance.records.baseline import entries_match, summarize
+
+    flaky = {"second_outcome": "silent-wrong", "differing": ["value(t2)"]}
+    old = [record("freed", "silent-correct"), record("steady", "silent-correct")]
+    new = [record("freed", "silent-wrong", version="3.0.0", max_error=3e22, nondeterministic=flaky),
+           record("steady", "silent-correct", version="3.0.0")]
+    assert run_diff(tmp_path, old, new) == 0
+    out = capsys.readouterr().out
+    assert "not the same from run to run" in out and "freed" in out and "became wrong" not in out.split("counts:")[0]
+    assert severity(Cell("silent-correct"), Cell("silent-wrong", nondeterministic=True)) != 1
+    assert severity(Cell("silent-correct"), Cell("silent-wrong")) == 1  # a steady wrong value still gates
+    entry = summarize(new[0])
+    assert entry == {"outcome": "silent-wrong", "nondeterministic": True}
+    assert entries_match({"outcome": "silent-correct"}, entry)
+    assert not entries_match({"outcome": "silent-correct"}, summarize(record("x", "silent-wrong")))
+
+
+def test_a_wrong_cell_is_run_a_second_time_and_a_difference_is_recorded(monkeypatch, write_case) -> None:
+    """Engine._once_more: a wrong cell runs again in a fresh program; values that differ from the first run
+    are named in the record, the same values leave it as it was."""
+    from conformance.case.load import load_case
+    from conformance.engine import Engine
+
+    case = load_case(write_case("""
+        id: twice
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0]}
+          - {op: mul, args: [x, 2.0], out: y}
+          - {observe: value, of: y}
+    """))
+    engine = Engine(timeout=60)
+    replies = iter([{"status": "completed", "observations": [
+        {"kind": "value", "name": "value(y)", "step": 3, "dtype": "float32", "shape": [2], "value": [7.0, 7.0]}]}])
+    monkeypatch.setattr(engine, "_execute_timed", lambda *a: (next(replies), None, 0.01))
+    try:
+        first = {"observations": [{"name": "value(y)", "value": [5.0, 5.0]}]}
+        flagged = engine._once_more(case, "torch", "cpu", "eager", first)
+        replies = iter([{"status": "completed", "observations": [
+            {"kind": "value", "name": "value(y)", "step": 3, "dtype": "float32", "shape": [2], "value": [5.0, 5.0]}]}])
+        steady = engine._once_more(case, "torch", "cpu", "eager", {"observations": [{"name": "value(y)",
+                                                                                     "value": [5.0, 5.0]}]})
+    finally:
+        engine.close()
+    assert flagged["nondeterministic"] == {"second_outcome": "silent-wrong", "differing": ["value(y)"]}
+    assert "nondeterministic" not in steady

@@ -30,6 +30,8 @@ def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
     """What a baseline keeps of a cell: the outcome and the facts that identify it."""
     record = as_record(record)
     entry: dict[str, Any] = {"outcome": record.outcome}
+    if record.details.get("nondeterministic"):  # its values differ from run to run: never a change to gate on
+        entry["nondeterministic"] = True
     exc = record.exception
     if exc:
         entry["exception"] = exc.type
@@ -40,7 +42,10 @@ def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def entries_match(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Equal, except that a raise kind missing on either side (written before kinds existed) matches any."""
+    """Equal, except that a raise kind missing on either side (written before kinds existed) matches any; a
+    cell whose values differ between two runs in one column (``nondeterministic``) matches whatever it was."""
+    if old.get("nondeterministic") or new.get("nondeterministic"):
+        return True
     if "kind" not in old or "kind" not in new:
         old = {k: v for k, v in old.items() if k != "kind"}
         new = {k: v for k, v in new.items() if k != "kind"}

@@ -22,7 +22,7 @@ __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "lo
            "severity", "compare", "render_text", "render_markdown", "markdown_sections", "short_counts", "exit_status",
            "SHORT_NAMES"]
 
-WRONG, CRASH, BEHAVIOUR, MEMORY, NEW_API, MESSAGE, NOT_COMPARABLE = 1, 2, 3, 4, 5, 6, 7
+WRONG, CRASH, BEHAVIOUR, MEMORY, NEW_API, MESSAGE, NOT_COMPARABLE, NONDETERMINISTIC = 1, 2, 3, 4, 5, 6, 7, 8
 #: Severity -> heading, most dangerous first.  1 and 2 make the exit status 1.
 SEVERITIES = {
     WRONG: "became wrong (silent-wrong, or warns with a wrong result) for a spelling that existed before",
@@ -33,10 +33,12 @@ SEVERITIES = {
     NEW_API: "new API (unsupported before: the spelling, or the mode, arrived in this release)",
     MESSAGE: "same outcome and raise kind, different exception type, message or phase",
     NOT_COMPARABLE: "not comparable (skipped or harness error on one side)",
+    NONDETERMINISTIC: "not the same from run to run (a second run of the cell in one column gave other values): "
+                      "recorded, never counted as a change",
 }
 SHORT_NAMES = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
                MEMORY: "aliases/copies", NEW_API: "new API", MESSAGE: "message-only",
-               NOT_COMPARABLE: "not comparable"}
+               NOT_COMPARABLE: "not comparable", NONDETERMINISTIC: "not the same from run to run"}
 _SEVERE = (WRONG, CRASH)
 
 
@@ -59,6 +61,8 @@ class Cell:
     correct: bool | None = None
     brief: str = ""
     kind: str | None = None
+    #: a second run of the cell in its column gave other values (``Engine._once_more``)
+    nondeterministic: bool = False
 
     @property
     def wrong(self) -> bool:
@@ -96,13 +100,15 @@ class Side:
 def _cell_from_record(record: Record) -> Cell:
     exc = record.exception
     return Cell(record.outcome, exc.type if exc else None, (exc.first_line or None) if exc else None,
-                exc.phase if exc else None, record.correct, explain(record, "brief"), exc.kind if exc else None)
+                exc.phase if exc else None, record.correct, explain(record, "brief"), exc.kind if exc else None,
+                bool(record.details.get("nondeterministic")))
 
 
 def _cell_from_baseline(entry: Mapping[str, Any]) -> Cell:
     kind = entry.get("kind")
     brief = raised_brief(entry["exception"], entry.get("phase"), kind) if entry.get("exception") else ""
-    return Cell(entry["outcome"], entry.get("exception"), None, entry.get("phase"), None, brief, kind)
+    return Cell(entry["outcome"], entry.get("exception"), None, entry.get("phase"), None, brief, kind,
+                entry.get("nondeterministic") is True)
 
 
 def _baseline_side(path: Path, whole: Mapping[str, Any]) -> Side:
@@ -213,6 +219,8 @@ def severity(old: Cell, new: Cell) -> int | None:
     that did not exist before (unsupported) is new API whatever it does now: it cannot have become wrong."""
     if old.outcome == "unsupported" and new.outcome not in ("unsupported", "skipped", "error"):
         return NEW_API
+    if (old.nondeterministic or new.nondeterministic) and (old.outcome, old.correct) != (new.outcome, new.correct):
+        return NONDETERMINISTIC
     if new.wrong and not (old.outcome == new.outcome and old.correct in (new.correct, None)):
         return WRONG
     if new.outcome in ("crash", "timeout") and old.outcome != new.outcome:
@@ -463,7 +471,8 @@ def _detail(change: Change) -> str:
 
 
 def _counts(comparison: Comparison) -> str:
-    numbers = [f"{sum(c.severity == s for c in comparison.changes)} {SHORT_NAMES[s]}" for s in SEVERITIES]
+    counted = {s: sum(c.severity == s for c in comparison.changes) for s in SEVERITIES}
+    numbers = [f"{n} {SHORT_NAMES[s]}" for s, n in counted.items() if n or s != NONDETERMINISTIC]
     return (f"counts: {comparison.compared} cells compared in {len(comparison.pairs)} column pair(s); "
             + ", ".join(numbers)
             + f"; {len(comparison.only_old)} only in OLD, {len(comparison.only_new)} only in NEW")
