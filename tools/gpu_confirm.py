@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,18 +77,32 @@ def main(argv: list[str] | None = None) -> int:
         before, after = _outcomes(cpu), _outcomes(column)
         work += [(case, mode, before[case][0], outcome, wrong) for case, (outcome, wrong) in sorted(after.items())
                  if case in before and before[case][0] != outcome]
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        shown = list(pool.map(lambda item: _show(item[0], args.device, item[1], args.timeout, args.paths), work))
-    lines, disagree = [], 0
-    for (case, mode, cpu_outcome, outcome, wrong), (status, verdict) in zip(work, shown):
-        # a wrong cell: show exits 1; any other: show exits 0 and its verdict names the recorded outcome
-        agrees = status == 1 if wrong else (status == 0 and verdict.startswith(f"verdict: {outcome}"))
-        disagree += not agrees
-        lines.append(f"{'agrees' if agrees else 'DIFFERS'}\t{case}\t{mode}\tcpu {cpu_outcome}\t{args.device} {outcome}"
-                     f"\tshow exit {status}\t{verdict}")
-    (args.outdir / "confirmations.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    work.sort(key=lambda item: (item[1] != "eager", item[0]))  # eager first: a run cut short keeps those
+    table = args.outdir / "confirmations.txt"
+    table.write_text("", encoding="utf-8")
+    done, disagree = 0, 0
+    pool = ThreadPoolExecutor(max(1, args.jobs))
+    futures = {pool.submit(_show, case, args.device, mode, args.timeout, args.paths): (case, mode, before, outcome,
+                                                                                          wrong)
+               for case, mode, before, outcome, wrong in work}
+    try:
+        for future in as_completed(futures):
+            case, mode, cpu_outcome, outcome, wrong = futures[future]
+            status, verdict = future.result()
+            # a wrong cell: show exits 1; any other: show exits 0 and its verdict names the recorded outcome
+            agrees = status == 1 if wrong else (status == 0 and verdict.startswith(f"verdict: {outcome}"))
+            disagree += not agrees
+            done += 1
+            with table.open("a", encoding="utf-8") as handle:  # each line as its cell ends: a cut keeps them
+                handle.write(f"{'agrees' if agrees else 'DIFFERS'}\t{case}\t{mode}\tcpu {cpu_outcome}\t"
+                             f"{args.device} {outcome}\tshow exit {status}\t{verdict}\n")
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        print(f"stopped after {done} of {len(work)} cell(s): {done - disagree} confirmed, {disagree} not: {table}")
+        return 1
+    pool.shutdown()
     print(f"{len(work)} cell(s) differ from the CPU column; {len(work) - disagree} confirmed by their reproducer, "
-          f"{disagree} not: {args.outdir / 'confirmations.txt'}")
+          f"{disagree} not: {table}")
     return 1 if disagree else 0
 
 

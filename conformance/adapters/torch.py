@@ -44,6 +44,10 @@ class TorchAdapter(Adapter):
         (r"^Torchinductor does not support code generation for complex operators",
          "inductor's notice that it leaves complex ops to eager (a matter of speed), once per process; not about "
          "the case"),
+        (r"^Attempting to run cuBLAS, but there was no current CUDA context!",
+         "torch's notice that cuBLAS, first called in a thread without a CUDA context (the autograd engine's, "
+         "say), set the primary one: once per process and thread, whichever cell comes first; not about the "
+         "case"),
         (r"^TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled",
          "inductor's advice, on a GPU with TF32 tensor cores, to trade float32 precision for speed "
          "(torch.set_float32_matmul_precision), once per process; not about the case"),
