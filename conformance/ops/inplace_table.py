@@ -428,9 +428,11 @@ register(Op(
     "index_fill_", "t.index_fill_(dim, index, value): the slices of t at index along dim set to value, in place "
     "(paddle: t.index_fill_(index, axis, value)).", args=("tensor",), out="optional",
     fields={"dim": Field("number", required=True, doc="the dimension the index picks slices of"),
-            "positions": Field("numbers", required=True, doc="the positions along dim (the index tensor), whole numbers"),
+            "positions": Field("numbers", required=True,
+                               doc="the positions along dim (the index tensor), whole numbers"),
             "value": Field("number", required=True, doc="the number the slices become")},
-    check=_index_fill_check, run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_index_fill_of(m, s)),
+    check=_index_fill_check,
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_index_fill_of(m, s)),
     run_spell=_index_fill_spell,
     fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
 ))
