@@ -247,3 +247,13 @@ def test_an_error_paddle_wraps_is_named_by_the_error_inside_not_by_its_tag() -> 
     assert plain.first_line == "(PreconditionNotMet) out of bound."
     bare = RaisedException.from_dict({"type": "OSError", "message": "(External)\nno error line here"})
     assert bare.first_line == "(External)"
+
+
+def test_an_interpreter_outside_the_run_s_folder_is_recorded_by_its_name_alone(tmp_path, monkeypatch) -> None:
+    """A GPU machine's Python lives in /opt/...: a committed record names no folder of the machine that ran it."""
+    from conformance.records.results import _executable
+
+    monkeypatch.chdir(tmp_path)
+    assert _executable("/opt/torch/.venv/bin/python3") == "python3"
+    (tmp_path / ".tox" / "bin").mkdir(parents=True)
+    assert _executable(str(tmp_path / ".tox" / "bin" / "python")) == ".tox/bin/python"

@@ -278,11 +278,18 @@ def recorded_path(path: Path | str) -> str:
         return str(path)
 
 
+def _executable(path: str) -> str:
+    """The interpreter as a record keeps it: relative to the run's folder (a tox env's), else its name alone,
+    so a committed record names no folder of the machine that ran it (a GPU machine's /opt/... venv)."""
+    recorded = recorded_path(path)
+    return Path(recorded).name if Path(recorded).is_absolute() else recorded
+
+
 @functools.lru_cache(maxsize=None)
 def _host_info(cases_dir: str) -> dict[str, Any]:
     return {
         "python": platform.python_version(),
-        "python_executable": recorded_path(sys.executable),
+        "python_executable": _executable(sys.executable),
         "os": platform.platform(),
         "numpy": np.__version__,
         "cpu": _cpu_model(),
