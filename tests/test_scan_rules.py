@@ -245,6 +245,15 @@ SNIPPETS = {
         x = torch.tensor([1.0, 2.0])
         m = x > 1.5
         x = torch.where(m, torch.ones(2), torch.zeros(2))
+        x.add_(1.0)
+        """),
+    "IC122": ("""
+        x = torch.ones(1, 2, 2)
+        p = F.pad(x, [1, 1])
+        """, """
+        x = torch.ones(2, 2)
+        p = torch.zeros(2, 4)
+        p[:, 1:3] = x
         """),
 }
 
@@ -476,3 +485,11 @@ def test_a_module_s_buffer_written_in_forward_is_no_leaf_that_requires_grad(cata
         norm.running_var.copy_(torch.zeros(3))
         """)
     assert "IC103" not in seen, seen
+
+
+def test_an_in_place_comparison_read_out_of_place_is_left_alone(catalogue: Catalogue) -> None:
+    """timm's ResidualDrop writes `torch.rand(...).ge_(p).div(1 - p)`: the comparison's result is divided out of
+    place, which paddle promotes as torch computes; only arithmetic written into it in place is refused."""
+    assert "IC121" not in codes(catalogue, """
+        x = torch.rand(4, 1, 1, 1).ge_(0.5).div(0.5)
+        """)

@@ -534,14 +534,43 @@ IN_PLACE_COMPARISONS = frozenset({"gt_", "ge_", "lt_", "le_", "eq_", "ne_", "gre
 @rule
 class InPlaceComparison(Rule):
     code = "IC121"
-    title = "an in-place comparison or logical op"
+    title = "an in-place comparison or logical op, then arithmetic written into its result"
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
+        # The hazard is the arithmetic written into the result afterwards (paddle refuses a float op on the
+        # bool tensor its comparison made); a comparison read only out of place computes alike in both.
         for write in trace.writes:
-            if write.op in IN_PLACE_COMPARISONS:
+            if write.op not in IN_PLACE_COMPARISONS:
+                continue
+            later = next((w for w in trace.writes if w.time > write.time and w.target is write.target
+                          and w.op not in IN_PLACE_COMPARISONS), None)
+            if later is not None:
                 yield Sighting(self.code, write.node, (("op", "comparison_"),),
-                               f"`{write.op}` writes 1s and 0s into {_named(write)}: torch keeps its dtype, paddle "
-                               f"makes it a bool tensor")
+                               f"`{write.op}` writes 1s and 0s into {_named(write)} and `{later.op}` (line "
+                               f"{getattr(later.node, 'lineno', '?')}) writes arithmetic into it: torch keeps its "
+                               f"dtype, paddle makes it a bool tensor and refuses the float op")
+
+
+@rule
+class OnePairPad(Rule):
+    code = "IC122"
+    title = "F.pad with one pair of widths and no data_format"
+    decisive = ("pairs",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        # Only one pair: with more, which dimension paddle pads first depends on the tensor's number of
+        # dimensions, which the trace does not know (pad_every_dimension_orders_them says so).
+        for use in trace.uses:
+            if use.op != "pad" or not isinstance(use.node, ast.Call):
+                continue
+            if any(k.arg == "data_format" for k in use.node.keywords):
+                continue
+            widths = use.node.args[1] if len(use.node.args) > 1 else None
+            if isinstance(widths, (ast.List, ast.Tuple)) and len(widths.elts) == 2:
+                yield Sighting(self.code, use.node, (("pairs", "1"),),
+                               "`F.pad` with one pair of widths: paddle 2.6 takes it only with data_format='NCL' "
+                               "for a 3-D tensor (and refuses it by default); torch and paddle 3 pad the last "
+                               "dimension")
 
 
 def by_code() -> dict[str, Rule]:
