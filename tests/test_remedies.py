@@ -204,3 +204,18 @@ def test_skipped_gpu_columns_ask_nothing_of_a_remedy(catalogue) -> None:
     records = everywhere("hazard", "raises") + everywhere("fix", "silent-correct") + gpu
     checked = check_remedies(catalogue(), records)
     assert not checked.problems and all(c.device == "cpu" for c in checked.hazards["hazard"].ran)
+
+
+def test_a_gpu_column_older_than_the_remedy_leaves_it_pending_and_a_cpu_column_does_not(catalogue) -> None:
+    """A GPU column runs where a GPU machine is lent and can predate a remedy added since (docs/gpu.md names
+    such cases): the hazard is pending there, not a problem; a CPU column without the remedy's cell is one."""
+    gpu = Record(case="hazard", framework="torch", framework_version="2.13.0", device="gpu", outcome="raises",
+                 mode="eager", details={})
+    records = everywhere("hazard", "raises") + [gpu] + everywhere("fix", "silent-correct")
+    checked = check_remedies(catalogue(), records)
+    assert not checked.problems
+    [hazard] = checked.hazards.values()
+    assert [c.device for c in hazard.pending] == ["gpu"] and not hazard.unverified
+    cpu_only = [r for r in everywhere("fix", "silent-correct") if r.framework_version != "3.0.0"]
+    [problem] = check_remedies(catalogue(), everywhere("hazard", "raises") + cpu_only).problems
+    assert "no remedy is verified on paddle 3.0.0 cpu" in problem.message
