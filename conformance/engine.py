@@ -499,6 +499,7 @@ class Engine:
                 version = worker_info["framework_version"]
         try:
             outcome, details = self._judge(case, reply, framework, device)
+            details.pop("kept", None)  # the cell's program goes beside the results (``program``), not in its details
             if outcome == "silent-wrong" and cls is not None:  # a wrong value is looked at twice
                 details = self._once_more(case, framework, device, mode, details)
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell

@@ -308,7 +308,7 @@ class Record:
 
 
 #: What :func:`slim` keeps of a record's details: enough for a summary, a baseline entry and the counts.
-_SLIM_DETAILS = ("reason", "correct", "environment")
+_SLIM_DETAILS = ("reason", "correct", "environment", "nondeterministic")
 _SLIM_EXCEPTION = ("type", "kind", "phase")
 
 
