@@ -225,3 +225,11 @@ def test_a_verdict_that_rests_on_one_framework_s_documentation_says_whose() -> N
         assert "judged against: torch's documented behaviour" in section, case.id
         entry = guide.split(f"(`{case.id}`)")[1].split("\n\n<a name=")[0]
         assert "Judged against: torch's documented behaviour" in entry.replace("\\", ""), case.id
+
+
+@pytest.mark.parametrize("path", committed_results(), ids=lambda p: p.name)
+def test_a_committed_record_keeps_its_program_beside_the_results_not_in_its_details(path) -> None:
+    """A cell's program goes to the programs file (or nowhere, for a column that keeps none); a second copy in
+    the record's details (an unsupported cell's partial program) only made the tracked files larger."""
+    held = [record.case for record in load_records([path]) if "kept" in record.details]
+    assert not held, f"{path.name}: {held[:5]}"
