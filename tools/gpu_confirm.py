@@ -23,20 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance.records.results import read_records  # noqa: E402
-
-#: A record's outcome that ``conformance show`` reports with exit status 1.
-WRONG = ("silent-wrong",)
-
+from conformance.records.results import load_records  # noqa: E402
 
 def _outcomes(path: Path) -> dict[str, tuple[str, bool]]:
-    """case -> (outcome, wrong) of the records in *path*."""
-    found = {}
-    for record in read_records([path]):
-        wrong = record["outcome"] in WRONG or (record["outcome"] == "warns"
-                                               and record["details"].get("correct") is False)
-        found[record["case"]] = (record["outcome"], wrong)
-    return found
+    """case -> (outcome, whether the result is wrong: what ``conformance show`` exits 1 for)."""
+    return {record.case: (record.outcome, record.wrong) for record in load_records([path])}
 
 
 def _show(case: str, device: str, mode: str, timeout: float, paths: str) -> tuple[int, str]:
