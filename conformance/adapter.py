@@ -332,8 +332,10 @@ class Adapter:
     def rnn(self, out: str, params: dict[str, list], device: str) -> list[str]:
         raise NotImplementedError
 
-    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
-        """A BatchNorm1d over (N, C) with the given weight, bias and running statistics, in eval mode."""
+    def batch_norm(self, out: str, params: dict[str, list], device: str, training: bool = False,
+                   momentum: float = 0.1) -> list[str]:
+        """A BatchNorm1d over (N, C) with the given weight, bias and running statistics, in eval mode unless
+        *training*; *momentum* as torch defines it (the weight of the batch's statistic)."""
         raise NotImplementedError
 
     #: Each activation module's class, and the arguments every program passes it: RReLU's lower bound
@@ -367,6 +369,16 @@ class Adapter:
         return [f"def {hook}(module, inputs, *output):",
                 f"    {self.copy_into(seen, 'inputs[0].detach()')}",
                 f"{module}.{method}({hook})"]
+
+    def scatter_add_(self, x: str, dim: str, index: str, src: str) -> str:
+        return self.method(x, "scatter_add_", dim, index, src)
+
+    def tensor_hook(self, x: str, seen: str) -> tuple[list[str], str]:
+        """A hook on tensor *x* that copies each gradient it receives into *seen* and returns None (a hook
+        that returns a tensor replaces the gradient): its definition, and the line that registers it."""
+        self.require_attribute_of(f"{self.root}.Tensor", "register_hook")
+        hook = f"_{seen}_hook"
+        return [f"def {hook}(grad):", f"    {self.copy_into(seen, 'grad')}"], f"{x}.register_hook({hook})"
 
     def copy_into(self, target: str, source: str) -> str:
         return f"{target}.copy_({source})"

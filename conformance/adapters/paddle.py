@@ -68,6 +68,10 @@ class PaddleAdapter(Adapter):
         "numpy": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/Tensor_en.html: "
                                "\"Returns a numpy array shows the value of current Tensor\"; the conversion guide "
                                "for torch.Tensor.numpy drops torch's shared storage without a Paddle equivalent"),
+        "dropout": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/nn/functional/"
+                                 "dropout_en.html: outside training \"out = input\" (mode upscale_in_train) gives the "
+                                 "values; no shared memory is promised, and the result is a new tensor (paddle 3.3), "
+                                 "where torch's F.dropout returns its input itself"),
         "conj": Copying(True, "https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/conj_en.html: "
                               "\"This function computes the conjugate of the Tensor elementwisely\"; no view is "
                               "promised (torch documents conj() as \"a view with flipped conjugate bit\")"),
@@ -236,6 +240,9 @@ class PaddleAdapter(Adapter):
     def spell_view_as_real(self, w: Any, step: Any) -> None:
         w.emit(f"{w.out(step)} = {self._call('paddle.as_real', step.args[0])}")
 
+    def spell_view_as_complex(self, w: Any, step: Any) -> None:
+        w.emit(f"{w.out(step)} = {self._call('paddle.as_complex', step.args[0])}")
+
     def spell_conj(self, w: Any, step: Any) -> None:
         w.emit(f"{w.out(step)} = {self._call('paddle.conj', step.args[0])}")
 
@@ -311,10 +318,15 @@ class PaddleAdapter(Adapter):
     #: paddle's names of a batch norm's running statistics
     buffer_names = {"running_mean": "_mean", "running_var": "_variance"}
 
-    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
-        lines = [f"{out} = nn.BatchNorm1D({len(params['weight'])})"]
+    def batch_norm(self, out: str, params: dict[str, list], device: str, training: bool = False,
+                   momentum: float = 0.1) -> list[str]:
+        # paddle's momentum is the weight of the running statistic (running = momentum * running + (1 -
+        # momentum) * batch; default 0.9), torch's the weight of the batch's (default 0.1)
+        paddle_momentum = round(1 - momentum, 12)
+        extra = "" if paddle_momentum == 0.9 else f", momentum={paddle_momentum!r}"
+        lines = [f"{out} = nn.BatchNorm1D({len(params['weight'])}{extra})"]
         lines += [self._set(f"{out}.{self.buffer_names.get(name, name)}", value) for name, value in params.items()]
-        return lines + [f"{out}.eval()"]
+        return lines + [f"{out}.train()" if training else f"{out}.eval()"]
 
     def autocast(self, dtype: str, device: str) -> str:
         self.require_parameter("paddle.amp.auto_cast", "dtype")
@@ -325,6 +337,11 @@ class PaddleAdapter(Adapter):
     function_class = "paddle.autograd.PyLayer"
     saved_tensors = "ctx.saved_tensor()"
     forward_hooks = {"pre": "register_forward_pre_hook", "post": "register_forward_post_hook"}
+
+    def scatter_add_(self, x: str, dim: str, index: str, src: str) -> str:
+        # Paddle documents the in-place scatter along an axis as put_along_axis_ with reduce='add' (2.6 to 3.3);
+        # Tensor.scatter_add_ exists too in paddle 3.3, beside it.
+        return self.method(x, "put_along_axis_", index, src, dim, "reduce='add'")
 
     def copy_into(self, target: str, source: str) -> str:
         return f"paddle.assign({source}, output={target})"

@@ -203,10 +203,12 @@ class TorchAdapter(Adapter):
         lines += [self._set(f"{out}.{name}_l0", value) for name, value in params.items()]
         return lines
 
-    def batch_norm(self, out: str, params: dict[str, list], device: str) -> list[str]:
-        lines = [f"{out} = nn.BatchNorm1d({len(params['weight'])}, device=DEVICE)", "with torch.no_grad():"]
+    def batch_norm(self, out: str, params: dict[str, list], device: str, training: bool = False,
+                   momentum: float = 0.1) -> list[str]:
+        extra = "" if momentum == 0.1 else f", momentum={momentum!r}"
+        lines = [f"{out} = nn.BatchNorm1d({len(params['weight'])}{extra}, device=DEVICE)", "with torch.no_grad():"]
         lines += [self._set(f"{out}.{name}", value) for name, value in params.items()]
-        return lines + [f"{out}.eval()"]
+        return lines + [f"{out}.train()" if training else f"{out}.eval()"]
 
     def sgd(self, params: str, lr: str) -> str:
         return f"torch.optim.SGD({params}, lr={lr})"

@@ -314,18 +314,19 @@ class _Checker:
                      for i, (kind, item) in enumerate(zip(kinds, value)))
 
     def arg(self, kind: str, value: Any, where: tuple, scope: dict[str, str]) -> Any:
-        if kind == "operand" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if kind in ("operand", "value") and isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         if not isinstance(value, str):
             raise self.fail(where, f"argument {value!r} must be the name of a {kind}")
         bound = scope.get(value)
         if bound is None:
             raise self.fail(where, f"name {value!r} is not defined by an earlier step")
-        if kind == "operand" and bound == "counter":  # a loop counter: the Python int of the iteration
+        if kind in ("operand", "value") and bound == "counter":  # a loop counter: the Python int of the iteration
             return value
         accepted = {
             "tensor": {"tensor"},
             "operand": {"tensor"},
+            "value": {"tensor", "array"},  # what index assignment takes: a NumPy array too
             "array": {"array"},
             "data": {"tensor", "array"},
             "module": set(MODULE_KINDS),

@@ -63,7 +63,7 @@ def _args(spec: Op) -> Schema:
     variadic = kinds.pop()[1:] if kinds and kinds[-1].startswith("*") else ""
 
     def item(kind: str) -> Schema:
-        return {"anyOf": [_ref("name"), {"type": "number"}]} if kind == "operand" else _ref("name")
+        return {"anyOf": [_ref("name"), {"type": "number"}]} if kind in ("operand", "value") else _ref("name")
 
     as_list: Schema = {"type": "array", "minItems": len(kinds) + bool(variadic)}
     if kinds:

@@ -93,6 +93,12 @@ def _culprits(verdict: Verdict) -> list[str]:
     return sorted(name for name, cell in verdict.cells.items() if cell.outcome == "raises")
 
 
+def _entry_ops(cases: Sequence[Case]) -> frozenset[str]:
+    """The never-drawn ops of a topic whose every case uses one of them, else none."""
+    per_case = [frozenset(case.ops) & _NEVER_DRAWN for case in cases]
+    return frozenset().union(*per_case) if per_case and all(per_case) else frozenset()
+
+
 class Families:
     """The catalogue's topics and the ops their cases use: what a finding's family and pivot are learnt from."""
 
@@ -103,10 +109,10 @@ class Families:
                 self.cases.setdefault(case.topic or "", []).append(case)
         self.uses: dict[str, Counter[str]] = {topic: Counter(op for case in cases for op in case.ops)
                                               for topic, cases in self.cases.items()}
-        #: per topic, the ops every one of its cases uses that the fuzzer never draws (``complex_tensor``):
-        #: the topic is about them, so a program without them (any program the fuzzer drew) is not of it
-        self.entry_ops = {topic: frozenset.intersection(*(frozenset(case.ops) for case in cases)) & _NEVER_DRAWN
-                          for topic, cases in self.cases.items()}
+        #: per topic whose every case uses an op the fuzzer never draws (``complex_tensor``,
+        #: ``view_as_complex``), those ops: the topic is about them, so a program without any of them (any
+        #: program the fuzzer drew) is not of it
+        self.entry_ops = {topic: _entry_ops(cases) for topic, cases in self.cases.items()}
         topics_using = Counter(op for counter in self.uses.values() for op in counter)
         self.idf = {op: math.log((1 + len(self.uses)) / (1 + count)) + 1e-3 for op, count in topics_using.items()}
 

@@ -332,13 +332,13 @@ class Builder:
         args: list[Any] = []
         first: tuple[int, ...] | None = None
         for kind in kinds:
-            if kind in ("tensor", "operand", "data", "array") and first is not None:
-                arg = d.operand(first, kinds=(kind,), numbers=kind == "operand", fresh=kind != "array")
+            if kind in ("tensor", "operand", "value", "data", "array") and first is not None:
+                arg = d.operand(first, kinds=(kind,), numbers=kind in ("operand", "value"), fresh=kind != "array")
             else:
                 arg = d.pick(kind)
             if arg is None:
                 return None
-            if first is None and isinstance(arg, str) and kind in ("tensor", "operand", "data", "array"):
+            if first is None and isinstance(arg, str) and kind in ("tensor", "operand", "value", "data", "array"):
                 first = self.facts(arg).shape
             args.append(arg)
         return args
@@ -654,7 +654,8 @@ class _Steps:
 
 #: The scope kinds each argument kind accepts (as conformance/case/load.py checks them).
 _ACCEPTED: dict[str, frozenset[str]] = {
-    "tensor": frozenset({"tensor"}), "operand": frozenset({"tensor"}), "array": frozenset({"array"}),
+    "tensor": frozenset({"tensor"}), "operand": frozenset({"tensor"}), "value": frozenset({"tensor"}),
+    "array": frozenset({"array"}),
     "data": frozenset({"tensor", "array"}), "module": frozenset(MODULE_KINDS), "optimizer": frozenset({"optimizer"}),
     "any": frozenset({"tensor", "array", "optimizer"} | set(MODULE_KINDS)),
 }

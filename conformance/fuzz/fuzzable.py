@@ -10,7 +10,7 @@ from conformance.ops import OBSERVATIONS, OPS, Op
 from conformance.ops._op import FIELD_TYPES
 
 #: Argument kinds the generator can fill (conformance/case/load.py accepts the same).
-ARG_KINDS = ("tensor", "operand", "array", "data", "module", "optimizer", "any")
+ARG_KINDS = ("tensor", "operand", "value", "array", "data", "module", "optimizer", "any")
 
 
 def fuzzable_ops(table: Mapping[str, Op] | None = None) -> tuple[dict[str, Op], dict[str, str]]:

@@ -422,6 +422,9 @@ class Machine:
         self.observations: dict[str, np.ndarray | None] = {}
         #: non-leaf tensors whose ``.grad`` a backward fills (``retain_grad()``, paddle ``retain_grads()``)
         self.retaining: list[Tensor] = []
+        #: tensor hooks (``t.register_hook``): the history the tensor had when the hook was registered, and
+        #: the tensor the hook copies each gradient it receives into
+        self.tensor_hooks: list[tuple[Node, Tensor]] = []
 
     # -- running steps ---------------------------------------------------------------
 
@@ -609,6 +612,9 @@ class Machine:
                     leaf.grad = grad.copy()
                 else:  # in place: a gradient held in a name (held_grad) sees the sum
                     leaf.grad[...] = self.round(leaf.grad.astype(self.working) + grad.astype(self.working))
+            for hooked, seen in self.tensor_hooks:
+                if hooked.id == node_id:  # the gradient of the history the hook was registered on
+                    self.write(seen, np.asarray(grad, dtype=np.float64).reshape(seen.shape), None)
             for tensor in retained.get(node_id, ()):
                 held = np.asarray(grad, dtype=np.float64).reshape(tensor.shape)
                 tensor.grad = held.copy() if tensor.grad is None else self.round(

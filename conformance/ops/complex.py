@@ -1,4 +1,5 @@
-"""Complex tensors and the views that look into them: ``.real``, ``.imag``, ``view_as_real``, ``conj``.
+"""Complex tensors and the views that look into them: ``.real``, ``.imag``, ``view_as_real``, ``conj``, and
+``view_as_complex``, which looks at a float tensor's pairs as complex numbers.
 
 The reference holds a complex tensor of shape S as float64 pairs of shape S+(2,), the memory layout
 ``view_as_real`` exposes (real part, then imaginary part, per element), so each view is an indexing of
@@ -88,6 +89,26 @@ def _view_as_real_reference(m, s) -> None:
     m.bind(s, source.view(lambda a: a))
 
 
+def _view_as_complex_reference(m, s) -> None:
+    """A complex view of a float tensor whose last dimension holds (real, imag) pairs: the same memory, as
+    the reference holds every complex tensor (torch: "the last dimension of the input tensor must have size 2
+    and stride 1")."""
+    source = m.tensor(s.args[0])
+    complex_dtype = {part: whole for whole, part in PART_DTYPES.items()}.get(source.dtype or "")
+    if complex_dtype is None:
+        raise ValueError("view_as_complex of a tensor whose dtype the reference does not know as float32 or "
+                         "float64 (make it from a literal) is not modelled")
+    positions = source.positions
+    if not positions.shape or positions.shape[-1] != 2 or not (np.diff(positions, axis=-1) == 1).all():
+        raise ValueError("view_as_complex needs a last dimension of size 2 whose elements lie next to each other "
+                         "(the frameworks refuse any other)")
+    if source.requires_grad:
+        raise ValueError("a complex view of a tensor that requires grad: complex gradients are not modelled")
+    view = source.view(lambda a: a)
+    view.complex_dtype = complex_dtype
+    m.bind(s, view)
+
+
 def _conj_reference(m, s) -> None:
     if m.tensor(s.args[0]).complex_dtype is None:  # torch.conj: "If input has a non-complex dtype, this
         m.bind(s, m.tensor(s.args[0]))            # function just returns input."
@@ -145,6 +166,13 @@ register(Op(
     "(paddle: paddle.as_real(t)).", args=("tensor",), takes_complex=True,
     run_reference=_view_as_real_reference, fuzz=_NOT_FUZZED,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.function('view_as_real')}({s.args[0]})"),
+))
+register(Op(
+    "view_as_complex", "out = torch.view_as_complex(t): a complex view of a float tensor of shape S + (2,), "
+    "each pair (real, imag) one element (paddle: paddle.as_complex(t)).", args=("tensor",),
+    run_reference=_view_as_complex_reference, fuzz="needs a last dimension of size 2 and a dtype the fuzzer "
+    "does not track",
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.function('view_as_complex')}({s.args[0]})"),
 ))
 register(Op(
     "conj", "out = t.conj(): torch documents a view with the conjugate bit flipped (the same memory, read "

@@ -145,6 +145,24 @@ register(Op(
 ))
 
 
+
+def _tensor_of_reference(m, s) -> None:
+    """A new leaf holding the tensor's current values, outside the graph (both frameworks document the
+    constructor as copying its data, and warn that copying a tensor is spelled ``clone().detach()``)."""
+    from conformance.judge.model import Tensor
+
+    m.bind(s, Tensor.fresh(m.tensor(s.args[0]).value.copy()))
+
+
+register(Op(
+    "tensor_of", "out = torch.tensor(t) (paddle.to_tensor(t)): the constructor called on a tensor: a copy of its "
+    "values outside the graph, with a warning in both frameworks that clone().detach() is the spelling.",
+    args=("tensor",), run_reference=_tensor_of_reference,
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.to_tensor(s.args[0], w.device)}"),
+    fuzz="both frameworks warn on every call, so every drawn program would be a warns cell",
+))
+
+
 # -- conversions that may return the tensor itself ---------------------------------------
 
 _COPY = Field("bool", default=False, doc="ask for a new tensor even when nothing changes (copy=True)")

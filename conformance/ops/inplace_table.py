@@ -479,3 +479,149 @@ register(Op(
                                   f"{list(s.fields['widths'])}, value={w.literal(s.fields['value'])})"),
     fuzz="its widths must fit the drawn tensor's dimensions, which the fuzzer's draws do not keep",
 ))
+
+
+# -- index_put_: rows of t at positions set to (or, accumulating, added to) values ------------------------
+
+
+def index_put(positions: list[int], accumulate: bool) -> Callable:
+    """Along the first dimension; with accumulate, a position named twice receives the sum of its values
+    (torch and paddle document accumulate as ``t[indices] += values``, summing repeated positions)."""
+    def fn(x: Array, values: Array):
+        where = np.asarray(positions)
+        if values.shape != (len(positions),) + x.shape[1:]:
+            raise ValueError(f"values of shape {list(values.shape)} for {len(positions)} rows of a tensor of "
+                             f"shape {list(x.shape)}: give one row of values per position")
+        out = x.copy()
+        if accumulate:
+            np.add.at(out, where, values)
+        else:
+            out[where] = values
+
+        def to_x(g):
+            g = np.array(g, dtype=np.float64)
+            if not accumulate:
+                g[where] = 0.0  # overwritten: the old elements no longer reach the result
+            return g
+        return out, [to_x, lambda g: np.asarray(g)[where]]
+    return fn
+
+
+def _index_put_check(data, scope, fail) -> None:
+    positions = data.get("positions")
+    if not isinstance(positions, list) or not positions or not all(
+            type(i) is int and 0 <= i < 2**31 for i in positions):
+        raise fail(f"positions must be a non-empty list of whole numbers (0 or more), not {positions!r}")
+    if not data.get("accumulate", False) and len(set(positions)) != len(positions):
+        raise fail("a position named twice without accumulate: which value is written is undefined in both "
+                   "frameworks' documentation (torch: 'undefined behavior'), so no reference can judge it")
+
+
+def _index_put_of(m, s) -> Callable:
+    x = m.tensor(s.args[0])
+    if not x.shape or max(s.fields["positions"]) >= x.shape[0]:
+        raise IndexError(f"a position of {list(s.fields['positions'])} is out of range for the first dimension "
+                         f"of a tensor of shape {list(x.shape)}")
+    return index_put(list(s.fields["positions"]), bool(s.fields["accumulate"]))
+
+
+def _index_put_spell(w, s) -> None:
+    f = s.fields
+    index = w.a.tensor(w.literal(list(f["positions"])), "int64", False)
+    w.emit(w.bind(s) + w.method(s.args[0], "index_put_", f"({index},)", s.args[1],
+                                f"accumulate={bool(f['accumulate'])}"))
+
+
+register(Op(
+    "index_put_", "t.index_put_((index,), values, accumulate=False): the rows of t at index (along the first "
+    "dimension) set to values, or with accumulate=True values added to them, a repeated position receiving "
+    "the sum; in place, tracked (paddle spells it alike).", args=("tensor", "tensor"), out="optional",
+    fields={"positions": Field("numbers", required=True, doc="the positions along the first dimension (the "
+                                                              "index tensor), whole numbers"),
+            "accumulate": Field("bool", default=False, doc="add the values instead of writing them")},
+    check=_index_put_check,
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_index_put_of(m, s)),
+    run_spell=_index_put_spell,
+    fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
+))
+
+
+# -- scatter_add_: src's elements added into t at the positions an index names along a dimension ----------
+
+
+def scatter_added(axis: int, positions: Array) -> Callable:
+    """``t.scatter_add_(dim, index, src)``: for each element of src, its position with the coordinate along
+    *axis* replaced by index's element there receives it; a position named twice receives the sum."""
+    def fn(x: Array, src: Array):
+        if src.shape != positions.shape:
+            raise ValueError(f"src of shape {list(src.shape)} and an index of shape {list(positions.shape)}: the "
+                             "cases give the index src's shape")
+        where = list(np.indices(positions.shape))
+        where[axis] = positions
+        if any(p.shape and (p.max() >= size) for p, size in zip(where, x.shape)) or len(where) != x.ndim:
+            raise IndexError(f"an index of {positions.tolist()} along dimension {axis} does not fit a tensor of "
+                             f"shape {list(x.shape)}")
+        target = tuple(where)
+        out = x.copy()
+        np.add.at(out, target, src)
+        return out, [lambda g: g, lambda g: np.asarray(g)[target]]
+    return fn
+
+
+def _scatter_add_check(data, scope, fail) -> None:
+    _integer_dim(data, scope, fail)
+    flat = np.asarray(data.get("positions"), dtype=object).reshape(-1)
+    if not flat.size or not all(type(i) is int and 0 <= i < 2**31 for i in flat):
+        raise fail(f"positions must be whole numbers (0 or more) in src's shape, not {data.get('positions')!r}")
+
+
+def _scatter_add_of(m, s) -> Callable:
+    x = m.tensor(s.args[0])
+    return scatter_added(_axis(int(s.fields["dim"]), len(x.shape)), np.asarray(s.fields["positions"], dtype=np.int64))
+
+
+def _scatter_add_spell(w, s) -> None:
+    f = s.fields
+    index = w.a.tensor(w.literal(np.asarray(f["positions"]).tolist()), "int64", False)
+    w.emit(w.bind(s) + w.a.scatter_add_(s.args[0], str(f["dim"]), index, s.args[1]))
+
+
+register(Op(
+    "scatter_add_", "t.scatter_add_(dim, index, src): each element of src added into t where index says along "
+    "dim, a position named twice receiving the sum; in place, tracked (paddle: t.put_along_axis_(index, src, "
+    "dim, reduce='add')).", args=("tensor", "tensor"), out="optional",
+    fields={"dim": Field("number", required=True, doc="the dimension the index gives positions along"),
+            "positions": Field("numbers", required=True, doc="the index: whole numbers, in src's shape")},
+    check=_scatter_add_check,
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_scatter_add_of(m, s)),
+    run_spell=_scatter_add_spell,
+    fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
+))
+
+
+# -- integer in-place ops: gcd_ and the bitwise ones (paddle's TestDygraphInplaceGcd, ...Bitwise*) ---------
+
+#: name -> what it computes on whole numbers
+INTEGER_IN_PLACE = {"gcd_": np.gcd, "bitwise_and_": np.bitwise_and, "bitwise_or_": np.bitwise_or,
+                    "bitwise_xor_": np.bitwise_xor}
+
+
+def integer_op(fn: Callable) -> Callable:
+    """On integer tensors, whose values the reference holds exactly as float64; no gradient (an integer
+    tensor never requires grad)."""
+    def op(x: Array, y: Array):
+        if not (np.all(x == np.round(x)) and np.all(y == np.round(y))):
+            raise ValueError("an integer op on values that are not whole numbers: make the tensors of an int dtype")
+        value = fn(x.astype(np.int64), y.astype(np.int64)).astype(np.float64)
+        return value, [lambda g: np.zeros_like(x), lambda g: np.zeros_like(y)]
+    return op
+
+
+for _name, _fn in INTEGER_IN_PLACE.items():
+    register(Op(
+        _name, f"t.{_name}(other): {_fn.__name__.replace('_', ' ')} of the integer tensors t and other, written "
+        "into t in place.", args=("tensor", "tensor"), out="optional",
+        run_reference=(lambda fn: _in_place(lambda s: integer_op(fn)))(_fn),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, s.args[1])))(_name),
+        fuzz="takes integer tensors; the fuzzer draws float ones",
+    ))

@@ -85,6 +85,21 @@ def _where_reference(m, s) -> None:
     m.bind(s, m.new(where, s.args[1], s.args[2]))
 
 
+def _where_in_place_reference(m, s) -> None:
+    """``paddle.where_(mask, x, y)``: x's elements where mask is False replaced by y's, written into x."""
+    mask = _mask(m, s.args[0])
+
+    def where(x, y):
+        return np.where(mask, x, y), [lambda g: np.where(mask, g, 0.0), lambda g: np.where(mask, 0.0, g)]
+    tensor = m.tensor(s.args[1])
+    m.inplace(tensor, where, s.args[2])
+    m.bind(s, tensor)
+
+
+def _where_in_place_spell(w, s) -> None:
+    w.emit(w.bind(s) + f"{w.a.function('where_')}({', '.join(s.args)})")  # torch has none: Unsupported
+
+
 register(Op(
     "where", "out = torch.where(mask, x, y) (paddle.where): x where the bool tensor mask is True, else y, "
     "broadcast together; out of place, each gradient going to the side it came from (the spelling of a masked "
@@ -114,3 +129,23 @@ register(Op(
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "gt_", w.arg(s, 1))),
     fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
 ))
+
+
+register(Op(
+    "where_", "paddle.where_(mask, x, y): where the bool tensor mask is False, x takes y's elements, in place "
+    "(tracked: each gradient goes to the side it came from); torch has no where_ (its users write torch.where "
+    "out of place).", args=("tensor", "tensor", "tensor"), out="optional",
+    run_reference=_where_in_place_reference, run_spell=_where_in_place_spell, fuzz=_NOT_FUZZED_MASK,
+))
+
+#: in-place logical ops: name -> the NumPy function
+LOGICAL_IN_PLACE = {"logical_and_": np.logical_and, "logical_or_": np.logical_or}
+
+for _name, _fn in LOGICAL_IN_PLACE.items():
+    register(Op(
+        _name, f"t.{_name}(other): 1 where t {_name[8:-1]} other (non-zero as true), else 0, written into t in "
+        "place, t keeping its dtype as torch documents in-place ops (paddle writes bool into t).",
+        args=("tensor", "operand"), out="optional", run_reference=_compare_in_place_reference(_fn),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, w.arg(s, 1))))(_name),
+        fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
+    ))

@@ -96,9 +96,37 @@ def _batch_norm_eval_fn(x, weight, bias, mean, var):
                lambda g: np.zeros_like(mean), lambda g: np.zeros_like(var)]
 
 
+def _batch_norm_train_fn(x, weight, bias):
+    """Batch norm in training mode over (N, C): the batch's own mean and biased variance normalise, and
+    the gradient of x goes through them too."""
+    n = x.shape[0]
+    mean, var = x.mean(axis=0), x.var(axis=0)
+    scale = 1.0 / np.sqrt(var + BATCH_NORM_EPS)
+    normalised = (x - mean) * scale
+    y = normalised * weight + bias
+
+    def to_x(g):
+        gn = g * weight
+        return scale / n * (n * gn - gn.sum(axis=0) - normalised * (gn * normalised).sum(axis=0))
+    return y, [to_x, lambda g: (g * normalised).sum(axis=0), lambda g: g.sum(axis=0)]
+
+
 def _batch_norm_forward(m, module, inputs) -> list:
     p = module.params
-    return [m.new(_batch_norm_eval_fn, inputs[0], p["weight"], p["bias"], p["running_mean"], p["running_var"])]
+    if not module.options.get("training"):
+        return [m.new(_batch_norm_eval_fn, inputs[0], p["weight"], p["bias"], p["running_mean"], p["running_var"])]
+    x = m.tensor(inputs[0]) if isinstance(inputs[0], str) else inputs[0]
+    batch = x.value
+    if batch.shape[0] < 2:
+        raise ValueError("batch norm in training mode needs more than one value per channel (the frameworks "
+                         "refuse a batch of one)")
+    momentum = float(module.options.get("momentum", 0.1))
+    # torch documents the running variance as the batch's unbiased variance (the normalisation uses the
+    # biased one), each statistic updated in place as (1 - momentum) * running + momentum * batch
+    for name, statistic in (("running_mean", batch.mean(axis=0)), ("running_var", batch.var(axis=0, ddof=1))):
+        running = p[name]
+        m.write(running, (1 - momentum) * running.value + momentum * statistic, None)
+    return [m.new(_batch_norm_train_fn, inputs[0], p["weight"], p["bias"])]
 
 
 @dataclass(frozen=True)
@@ -233,6 +261,9 @@ register(Op(
     fuzz=_rnn_fuzz,
 ))
 def _batch_norm_check(data, scope, fail) -> None:
+    momentum = data.get("momentum", 0.1)
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 < momentum <= 1:
+        raise fail(f"momentum must be a number above 0 and at most 1, not {momentum!r}")
     sizes = {name: np.shape(data.get(name)) for name in MODULE_KINDS["batch_norm"].parameters}
     if len(set(sizes.values())) != 1 or len(next(iter(sizes.values()))) != 1:
         raise fail(f"a batch norm's weight, bias, running_mean and running_var are vectors of one length "
@@ -240,13 +271,22 @@ def _batch_norm_check(data, scope, fail) -> None:
 
 
 register(Op(
-    "batch_norm", "A BatchNorm1d module over (N, C) in eval mode (its running statistics normalise the input "
-    "and are not updated), with the given weight, bias and running statistics (buffers, not trained; paddle "
-    "names them _mean and _variance).", binds="batch_norm", stage="setup",
-    fields={name: _VALUE for name in MODULE_KINDS["batch_norm"].parameters}, check=_batch_norm_check,
+    "batch_norm", "A BatchNorm1d module over (N, C) with the given weight, bias and running statistics (buffers, "
+    "not trained; paddle names them _mean and _variance).  In eval mode (the default) the running statistics "
+    "normalise the input and are not updated; with training: true the batch's statistics normalise it and each "
+    "call updates the running ones in place, as torch documents (momentum, and the unbiased variance).",
+    binds="batch_norm", stage="setup",
+    fields={**{name: _VALUE for name in MODULE_KINDS["batch_norm"].parameters},
+            "training": Field("bool", default=False, doc="training mode: the module normalises by the batch "
+                                                         "and updates its running statistics"),
+            "momentum": Field("number", default=0.1, doc="torch's momentum: running = (1 - momentum) * running "
+                                                         "+ momentum * batch (paddle spells 1 - momentum)")},
+    check=_batch_norm_check,
     run_reference=_module_reference,
     run_spell=lambda w, s: w.emit(*w.a.batch_norm(w.out(s), {k: s.fields[k] for k in MODULE_KINDS["batch_norm"]
-                                                                .parameters}, w.device)),
+                                                                .parameters}, w.device,
+                                                  training=bool(s.fields["training"]),
+                                                  momentum=float(s.fields["momentum"]))),
     fuzz="a module of four vectors given by hand; the fuzzer draws Linear and RNN modules",
 ))
 register(Op(
@@ -495,4 +535,39 @@ register(Op(
     fuzz=_parameter_fuzz,
     run_reference=lambda m, s: m.bind(s, m.get(s.args[0]).params[s.fields["name"]]),
     run_spell=_parameter_spell,
+))
+
+
+# -- hooks on tensors ---------------------------------------------------------------------
+
+
+def _tensor_hook_reference(m, s) -> None:
+    """A hook that copies the gradient it receives into a tensor of its own (``out``).  It is registered on
+    the tensor's history as it is now: torch documents that a hook registered before an in-place write
+    receives the gradient with respect to the tensor's value before that write (autograd mechanics, "Behavior
+    of Tensor hooks when Tensor is modified in-place")."""
+    from conformance.judge.model import Tensor
+
+    tensor = m.tensor(s.args[0])
+    if not tensor.requires_grad:
+        raise ValueError("a hook on a tensor that requires no grad: torch refuses it (\"cannot register a hook "
+                         "on a tensor that doesn't require gradient\")")
+    seen = Tensor.fresh(np.zeros(tensor.shape, dtype=np.float32))
+    m.tensor_hooks.append((tensor.node, seen))
+    m.bind(s, seen)
+
+
+def _tensor_hook_spell(w, s) -> None:
+    # the hook's definition first: the statement after a step's mark is how the scanner learns a spelling
+    # (scan/derive.py), and zeros_like is a tensor factory, not this op
+    seen = w.out(s)
+    definition, registration = w.a.tensor_hook(s.args[0], seen)
+    w.emit(*definition, f"{seen} = {w.a.function('zeros_like')}({s.args[0]})", registration)
+
+
+register(Op(
+    "tensor_hook", "out = zeros_like(t), which a hook on t (t.register_hook) fills with each gradient t "
+    "receives; the hook returns None, so no gradient changes.", args=("tensor",),
+    run_reference=_tensor_hook_reference, run_spell=_tensor_hook_spell,
+    fuzz="a hook that changes nothing adds no value to a drawn program",
 ))

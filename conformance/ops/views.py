@@ -73,11 +73,30 @@ def _setitem_fuzz(d):
 
 register(Op(
     "setitem", "t[index] = value: index assignment (with a list in the index, of the elements it names).",
-    args=("data", "operand"), out="none",
+    args=("data", "value"), out="none",
     fields={"index": _INDEX},
     run_reference=_setitem_reference,
     run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.index.source()}] = {w.arg(s, 1)}"),
     fuzz=_setitem_fuzz,
+))
+
+
+def _setitem_list_reference(m, s) -> None:
+    from conformance.ops.tensors import literal
+
+    target = m.get(s.args[0]).view(lambda a: a[s.index.resolve(m.counters)])
+    values = literal(s.fields["value"], "float64")
+    value, node = m.compute(lambda: (assigned(values, target.shape), []))  # constants: a history of no inputs
+    m.write(target, value, node)
+
+
+register(Op(
+    "setitem_list", "t[index] = [...]: index assignment of a Python list of numbers (a nested list for more "
+    "than one dimension).", args=("data",), out="none",
+    fields={"index": _INDEX, "value": Field("numbers", required=True, doc="the list assigned")},
+    run_reference=_setitem_list_reference,
+    run_spell=lambda w, s: w.emit(f"{s.args[0]}[{s.index.source()}] = {w.literal(s.fields['value'])}"),
+    fuzz="draws setitem with a tensor or a number, whose shapes it keeps",
 ))
 
 
@@ -356,6 +375,24 @@ register(Op(
     "contiguous", "out = t.contiguous(): t itself when its elements lie in order, else a copy the graph tracks.",
     args=("tensor",), run_reference=_contiguous_reference,
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = " + w.method(s.args[0], "contiguous")),
+))
+
+
+def _dropout_check(data, scope, fail) -> None:
+    p = data.get("p", 0.5)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+        raise fail(f"p must be a probability from 0 up to 1 (not 1), not {p!r}")
+
+
+register(Op(
+    "dropout", "out = F.dropout(t, p, training=False): dropout outside training.  torch returns t itself (ATen's "
+    "dropout: 'if (p == 0 || !train ...) return input'), so a write into out writes t; paddle's pages give "
+    "the values only (PaddleAdapter.copies).", args=("tensor",),
+    fields={"p": Field("number", default=0.5, doc="the drop probability, which outside training changes nothing")},
+    check=_dropout_check, run_reference=lambda m, s: m.bind(s, m.tensor(s.args[0])),
+    run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.a.activation_function('dropout')}({s.args[0]}, "
+                                  f"p={w.literal(s.fields['p'])}, training=False)"),
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "p": 0.5})(d.pick("tensor")),
 ))
 register(Op(
     "reshape", "out = t.reshape(*shape): a view where one can have the shape, else a copy.", args=("tensor",),

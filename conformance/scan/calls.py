@@ -24,6 +24,12 @@ _FRAMEWORK_ROOTS = ("torch", "paddle")
 _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
                         "logspace", "eye", "tensor", "as_tensor", "to_tensor", "from_numpy", "normal", "uniform",
                         "Tensor", "FloatTensor", "LongTensor", "IntTensor", "BoolTensor", "zeros_like", "ones_like"})
+#: Of those, the ones that make a tensor of their own from a shape (or another tensor's shape) alone: read as
+#: factories whatever op of the catalogue a program happens to spell with one (a tensor hook's holder is
+#: ``zeros_like(t)``), so that ``requires_grad=True`` makes a leaf.
+_SHAPE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "arange",
+                              "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "rand_like",
+                              "randn_like"})
 #: Methods with a trailing underscore that write no values (the convention's exceptions).
 _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "detach_", "pin_memory_", "retain_grads_"})
 #: Python builtins that read their arguments and keep none of them (a value passed to anything else may be
@@ -79,8 +85,16 @@ class Calls(Effects):
             return Value()
         use = self.vocab.lookup(self.framework, form, argument_kind(e, self.ctx.imports))
         kw_values = {k: self._expr(v) for k, v in keywords.items()}
+        if qualified.split(".", 1)[0] in _FRAMEWORK_ROOTS and qualified.rsplit(".", 1)[-1] in _SHAPE_FACTORIES:
+            return self._created(e, keywords)
         if use is None:
             return self._unknown_call(e, args, keywords, kw_values, qualified)
+        if qualified.split(".", 1)[0] not in _FRAMEWORK_ROOTS and use.facts.binds == "tensor" \
+                and not any(self._is_tensorish(a) for a in flat_values(args + list(kw_values.values()))):
+            # a function outside the frameworks (copy.deepcopy) given no tensor: what it returns is not known
+            # to be one (a deep copy of a dict is a dict)
+            self._escape(args + list(kw_values.values()))
+            return Value(node=e)
         # tensors passed by keyword follow the positional ones (paddle.assign(x, output=y))
         args = args + [v for k, v in kw_values.items() if k != "out" and k not in FLAG_FIELDS
                        and isinstance(v, Value) and v.kind == "tensor"]

@@ -300,6 +300,8 @@ class Interpreter(Calls):
             use = self.vocab.lookup(self.framework, "binop:" + type(e.op).__name__)
             if use is None or not (self._is_tensorish(left) or self._is_tensorish(right)):
                 return combined_constants(left, right)
+            if not any(isinstance(v, Value) and v.kind == "tensor" and not v.constant for v in (left, right)):
+                return Value(kind="array", node=e, memory=Memory(), requires_grad=False, made=self.time)  # NumPy's
             return self._apply(use, [left, right], e, {})
         if isinstance(e, ast.Compare):
             values = [self._expr(e.left)] + [self._expr(c) for c in e.comparators]

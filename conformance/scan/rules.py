@@ -534,21 +534,21 @@ IN_PLACE_COMPARISONS = frozenset({"gt_", "ge_", "lt_", "le_", "eq_", "ne_", "gre
 @rule
 class InPlaceComparison(Rule):
     code = "IC121"
-    title = "an in-place comparison or logical op, then arithmetic written into its result"
+    title = "an in-place comparison or logical op, then another in-place op written into its result"
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
-        # The hazard is the arithmetic written into the result afterwards (paddle refuses a float op on the
-        # bool tensor its comparison made); a comparison read only out of place computes alike in both.
+        # The hazard is what is written into the result afterwards (paddle refuses a float op, or a logical
+        # op with a float operand, on the bool tensor its comparison made); a comparison read only out of place
+        # computes alike in both.
         for write in trace.writes:
             if write.op not in IN_PLACE_COMPARISONS:
                 continue
-            later = next((w for w in trace.writes if w.time > write.time and w.target is write.target
-                          and w.op not in IN_PLACE_COMPARISONS), None)
+            later = next((w for w in trace.writes if w.time > write.time and w.target is write.target), None)
             if later is not None:
                 yield Sighting(self.code, write.node, (("op", "comparison_"),),
                                f"`{write.op}` writes 1s and 0s into {_named(write)} and `{later.op}` (line "
-                               f"{getattr(later.node, 'lineno', '?')}) writes arithmetic into it: torch keeps its "
-                               f"dtype, paddle makes it a bool tensor and refuses the float op")
+                               f"{getattr(later.node, 'lineno', '?')}) writes into it again: torch keeps its "
+                               f"dtype, paddle makes it a bool tensor and refuses a float operand")
 
 
 @rule
@@ -571,6 +571,31 @@ class OnePairPad(Rule):
                                "`F.pad` with one pair of widths: paddle 2.6 takes it only with data_format='NCL' "
                                "for a 3-D tensor (and refuses it by default); torch and paddle 3 pad the last "
                                "dimension")
+
+
+@rule
+class ArrayAssigned(Rule):
+    code = "IC123"
+    title = "index assignment of a NumPy array or a Python list into a tensor"
+    decisive = ("value",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            if write.op not in ("setitem", "setitem_list") or write.target.kind != "tensor":
+                continue
+            assigned = write.node.value if isinstance(write.node, ast.Assign) else None
+            if isinstance(assigned, ast.List):
+                value = "list"
+            elif (write.source is not None and write.source.kind == "array" and isinstance(write.source.node, ast.Call)
+                  and isinstance(write.target.root().node, ast.Call)):
+                # an array a NumPy call made (arithmetic on arrays may be a NumPy scalar, which both take),
+                # into a tensor a call made (one computed by arithmetic with NumPy values may be an array)
+                value = "array"
+            else:
+                continue
+            says = "a NumPy array" if value == "array" else "a Python list"
+            yield Sighting(self.code, write.node, (("value", value),),
+                           f"{says} assigned into {_named(write)} by index assignment")
 
 
 def by_code() -> dict[str, Rule]:
