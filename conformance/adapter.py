@@ -373,12 +373,12 @@ class Adapter:
     def scatter_add_(self, x: str, dim: str, index: str, src: str) -> str:
         return self.method(x, "scatter_add_", dim, index, src)
 
-    def tensor_hook(self, x: str, seen: str) -> tuple[list[str], str]:
+    def tensor_hook(self, x: str, seen: str) -> list[str]:
         """A hook on tensor *x* that copies each gradient it receives into *seen* and returns None (a hook
-        that returns a tensor replaces the gradient): its definition, and the line that registers it."""
+        that returns a tensor replaces the gradient)."""
         self.require_attribute_of(f"{self.root}.Tensor", "register_hook")
         hook = f"_{seen}_hook"
-        return [f"def {hook}(grad):", f"    {self.copy_into(seen, 'grad')}"], f"{x}.register_hook({hook})"
+        return [f"def {hook}(grad):", f"    {self.copy_into(seen, 'grad')}", f"{x}.register_hook({hook})"]
 
     def copy_into(self, target: str, source: str) -> str:
         return f"{target}.copy_({source})"

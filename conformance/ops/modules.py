@@ -558,11 +558,9 @@ def _tensor_hook_reference(m, s) -> None:
 
 
 def _tensor_hook_spell(w, s) -> None:
-    # the hook's definition first: the statement after a step's mark is how the scanner learns a spelling
-    # (scan/derive.py), and zeros_like is a tensor factory, not this op
     seen = w.out(s)
-    definition, registration = w.a.tensor_hook(s.args[0], seen)
-    w.emit(*definition, f"{seen} = {w.a.function('zeros_like')}({s.args[0]})", registration)
+    w.emit(f"{seen} = {w.a.function('zeros_like')}({s.args[0]})")
+    w.emit(*w.a.tensor_hook(s.args[0], seen))
 
 
 register(Op(
