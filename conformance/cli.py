@@ -268,7 +268,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 2
     if not matches:
         where = ", ".join(args.paths or ["cases"])
-        print(f"error: no case with id {args.case!r} in {where}; a case elsewhere is found with --paths DIR",
+        invalid = [e for e in errors if Path(str(getattr(e, "path", ""))).stem == wanted]
+        if invalid:  # the file is there, and not a case: what is wrong with it is the answer
+            print(f"error: {printable(str(invalid[0]))}", file=sys.stderr)
+            return 2
+        files = [e for e in errors if Path(str(getattr(e, "path", ""))).is_file()]
+        hint = f" ({len(files)} invalid file(s) there: conformance validate {where})" if files else ""
+        print(f"error: no case with id {args.case!r} in {where}{hint}; a case elsewhere is found with --paths DIR",
               file=sys.stderr)
         return 2
     cls = adapter_classes().get(args.framework)

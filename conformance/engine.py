@@ -100,8 +100,10 @@ def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, st
     if reply.get("status") == "ok":  # where the value model stopped, what it gave before is judged
         observations = {name: unpack(value) for name, value in reply["observations"].items()}
         observations.update({name: Unjudged(why) for name, why in reply.get("unjudged", {}).items()})
-        observations.update({name: Partly(observations[name], tuple(elements))
-                             for name, elements in reply.get("undetermined", {}).items() if name in observations})
+        undetermined, any_of = reply.get("undetermined", {}), reply.get("any_of", {})
+        observations.update({name: Partly(observations[name], tuple(undetermined.get(name, ())),
+                                          {int(i): tuple(values) for i, values in any_of.get(name, {}).items()})
+                             for name in {*undetermined, *any_of} if name in observations})
         return observations, reply.get("stopped"), None
     if reply.get("status") == "failed":
         return None, reply["message"], None

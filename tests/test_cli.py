@@ -310,6 +310,21 @@ def test_show_of_a_case_outside_the_catalogue_points_to_paths(tmp_path: Path) ->
     assert "no case with id 'elsewhere_case' in cases; a case elsewhere is found with --paths DIR" in run.stderr
 
 
+def test_show_of_an_invalid_case_file_says_what_is_wrong_with_it(tmp_path: Path) -> None:
+    """A user writing a case and asking for its program is told why it is not a case, not that none exists."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "my_case.yaml").write_text(
+        "id: my_case\ntitle: t\nsteps:\n  - {op: tensor, out: x, value: [1.0]}\n"
+        "  - {observe: value, of: x}\n  - {observe: value, of: x}\n")
+    run = run_cli(tmp_path, "show", "my_case", "--paths", str(folder), "--framework", "torch")
+    assert run.returncode == 2, run.stderr
+    assert "my_case.yaml:6: observation name 'value(x)' is already used on line 5" in run.stderr
+    other = run_cli(tmp_path, "show", "another_case", "--paths", str(folder), "--framework", "torch")
+    assert other.returncode == 2
+    assert f"(1 invalid file(s) there: conformance validate {folder})" in other.stderr
+
+
 @needs_framework
 def test_a_machine_without_a_gpu_prints_no_letter_for_it_and_says_so_once(tmp_path: Path) -> None:
     """A column that cannot run is one line at the end, not a skipped cell per case (a fresh machine's

@@ -409,14 +409,54 @@ def test_index_put_sums_a_repeated_position_and_overwrites_without_accumulate_by
     np.testing.assert_allclose(obs["grad(u)"], [[5.0, 6.0]])
 
 
-def test_index_put_refuses_a_repeated_position_without_accumulate(write_case) -> None:
-    from conformance.case.load import CaseError
+def test_index_put_without_accumulate_allows_any_row_written_to_a_repeated_position(write_case) -> None:
+    """torch documents the result as undefined: the reference allows, element by element, any of the values
+    written there, and judges the rest of the value as usual (through the reference service's reply)."""
+    from conformance.engine import _reference_reply
+    from conformance.judge.classify import Partly
+    from conformance.judge.service import answer
 
-    with pytest.raises(CaseError, match="named twice without accumulate"):
-        _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
-                         "- {op: tensor, out: v, value: [3.0, 4.0]}\n"
-                         "- {op: index_put_, args: [x, v], positions: [0, 0]}\n"
-                         "- {observe: value, of: x}")
+    path = write_case("id: t\ntitle: t\nsteps:\n"
+                      "- {op: tensor, out: x, value: [[0.0, 0.0], [0.0, 0.0], [9.0, 9.0]]}\n"
+                      "- {op: tensor, out: v, value: [[1.0, 5.0], [2.0, 5.0], [3.0, 4.0]]}\n"
+                      "- {op: index_put_, args: [x, v], positions: [0, 0, 1]}\n"
+                      "- {observe: value, of: x}\n")
+    result = run_reference(load_case(path), partial=True)
+    # row 0 got [1, 5] and [2, 5]: its first element may be 1 or 2; its second is 5 either way
+    assert result.any_of == {"value(x)": {0: [1.0, 2.0]}}
+    observations, failure, fault = _reference_reply(answer(load_case(path).to_message()))
+    assert failure is None and fault is None
+    judged = observations["value(x)"]
+    assert isinstance(judged, Partly) and dict(judged.any_of) == {0: (1.0, 2.0)}
+    for first in (1.0, 2.0):
+        assert judged.judge({"value": [[first, 5.0], [3.0, 4.0], [9.0, 9.0]]}, None)["ok"]
+    summed = judged.judge({"value": [[3.0, 5.0], [3.0, 4.0], [9.0, 9.0]]}, None)
+    assert not summed["ok"] and "hold none of the values written there" in summed["reason"]
+    assert summed["max_abs_error"] == 1.0 and summed["max_rel_error"] == 0.5  # 3 against the nearest, 2
+    assert summed["reference"][0] == [{"any_of": [1.0, 2.0]}, 5.0]
+    assert not judged.judge({"value": [[1.0, 5.0], [3.0, 4.5], [9.0, 9.0]]}, None)["ok"]  # the rest is judged
+
+
+def test_index_put_of_a_repeated_position_used_further_or_differentiated_is_not_modelled(write_case) -> None:
+    for steps, message in [
+        ("- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: v, value: [3.0, 4.0]}\n"
+         "- {op: index_put_, args: [x, v], positions: [0, 0]}\n- {op: mul, args: [x, 2.0], out: y}\n"
+         "- {observe: value, of: y}", "several values in no defined order"),
+        ("- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: v, value: [3.0, 4.0], requires_grad: true}\n"
+         "- {op: index_put_, args: [x, v], positions: [0, 0]}\n- {observe: value, of: x}",
+         "a gradient through a write"),
+    ]:
+        with pytest.raises(ReferenceFailure, match=message):
+            _run(write_case, steps)
+    # a later write to the element determines it again
+    obs = _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: v, value: [3.0, 4.0]}\n"
+                           "- {op: index_put_, args: [x, v], positions: [0, 0]}\n"
+                           "- {op: tensor, out: w, value: [6.0, 7.0]}\n- {op: set_value, args: [x, w]}\n"
+                           "- {op: mul, args: [x, 2.0], out: y}\n- {observe: value, of: y}")
+    np.testing.assert_allclose(obs["value(y)"], [12.0, 14.0])
+
+
+def test_index_put_refuses_a_position_out_of_range(write_case) -> None:
     with pytest.raises(ReferenceFailure, match="out of range"):
         _run(write_case, "- {op: tensor, out: x, value: [1.0, 2.0]}\n"
                          "- {op: tensor, out: v, value: [3.0]}\n"

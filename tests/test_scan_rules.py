@@ -264,6 +264,13 @@ SNIPPETS = {
         a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
         x[0] = torch.tensor(a)
         """),
+    "IC124": ("""
+        x = torch.tensor([[0.0, 1.875, 0.0, 2.0]])
+        w = x.view(torch.float64)
+        """, """
+        x = torch.tensor([[0.0, 1.875, 0.0, 2.0]], dtype=torch.float64)
+        w = x.view(torch.float64)
+        """),
 }
 
 
@@ -589,3 +596,29 @@ def test_numpy_values_in_mixed_code_are_not_taken_for_an_array_assigned_into_a_t
                 new[0:2, 0:2, :] = np.array(img)
                 return new
         """)
+
+
+def test_a_wider_dtype_view_is_seen_only_of_a_tensor_made_narrower(catalogue: Catalogue) -> None:
+    """The trace keeps no dtypes: the rule reads the constructor, and says nothing of a tensor it cannot see made."""
+    assert "IC124" in codes(catalogue, """
+        x = torch.zeros(2, 4)
+        w = x.view(torch.int64)
+        """)
+    assert "IC124" in codes(catalogue, """
+        x = torch.tensor([1, 2, 3, 4], dtype=torch.int32)
+        w = x.view(torch.int64)
+        """)
+    for quiet in ("""
+        x = torch.tensor([1, 2, 3, 4])
+        w = x.view(torch.float64)
+        """, """
+        def f(x):
+            return x.view(torch.float64)
+        """, """
+        x = torch.zeros(2, 4)
+        w = x.view(torch.int32)
+        """, """
+        x = torch.zeros(2, 4)
+        w = x.view(2, 4)
+        """):
+        assert "IC124" not in codes(catalogue, quiet)

@@ -244,3 +244,18 @@ def test_a_reproducer_whose_framework_gives_no_gradient_where_one_is_due_fails_i
     assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr
     ran = _run_reproducer(shown.stdout, tmp_path)
     assert ran.returncode == 1 and "self-check: wrong: grad(p)" in ran.stderr, ran.stderr[-2000:]
+
+
+@pytest.mark.skipif(not is_installed(adapter_classes()["torch"]), reason="torch is not installed")
+def test_an_element_written_twice_in_no_order_is_right_with_any_value_written_and_wrong_otherwise(tmp_path) -> None:
+    """index_put_ of a repeated position without accumulate: the reproducer accepts either row written there
+    and fails a program that adds them."""
+    shown = _show("index_put_repeated_position_any_row", "torch")
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr
+    assert "# expected: [[any of 1/2, 5], [3, 4], [9, 9]]" in shown.stdout
+    ran = _run_reproducer(shown.stdout, tmp_path)
+    assert ran.returncode == 0 and "self-check: every judged value" in ran.stdout, ran.stderr[-2000:]
+    summed = shown.stdout.replace("accumulate=False)", "accumulate=True)")
+    assert summed != shown.stdout
+    ran = _run_reproducer(summed, tmp_path)
+    assert ran.returncode == 1 and "self-check: wrong: value(h)" in ran.stderr, ran.stdout[-2000:] + ran.stderr[-2000:]

@@ -4,7 +4,9 @@
 the bytes of ``t``'s elements taken as int32.  The reference keeps one value per storage position (of the
 dtype the storage was made with), so a dtype view holds how it reads those values and how it writes
 them back: cast each to the stored dtype, take its bytes, read them as the seen dtype.  A narrower seen
-dtype (float32 as uint8) has several elements per storage position, each one *part* of it.
+dtype (float32 as uint8) has several elements per storage position, each one *part* of it; a wider one
+(float32 as float64) has each element *span* several storage positions in a row, from the one the
+element is placed at.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ __all__ = ["Reinterpretation"]
 @dataclass(frozen=True)
 class Reinterpretation:
     """How a dtype view reads storage: *stored*, the dtype the storage's values have; *seen*, the dtype
-    its elements are read as (as wide or narrower); *part*, for a narrower one, which part of its
-    storage element each element of the view is (an array of the view's shape), else None."""
+    its elements are read as; *part*, for a narrower one, which part of its storage element each element
+    of the view is (an array of the view's shape), else None.  An element of a wider one is placed at
+    the first of the storage positions it spans (``spread``)."""
 
     stored: np.dtype
     seen: np.dtype
@@ -28,7 +31,20 @@ class Reinterpretation:
 
     @property
     def ratio(self) -> int:
-        return self.stored.itemsize // self.seen.itemsize
+        """Elements per storage position (1 for as wide or wider)."""
+        return max(1, self.stored.itemsize // self.seen.itemsize)
+
+    @property
+    def span(self) -> int:
+        """Storage positions per element (1 for as wide or narrower)."""
+        return max(1, self.seen.itemsize // self.stored.itemsize)
+
+    def spread(self, positions: np.ndarray) -> np.ndarray:
+        """The storage positions the elements placed at *positions* cover: *positions* itself unless the
+        seen dtype is wider, else one more trailing axis of *span* positions in a row."""
+        if self.span == 1:
+            return positions
+        return positions[..., None] + np.arange(self.span)
 
     def _words(self, raw: np.ndarray) -> np.ndarray:
         """Each stored value as its parts in the seen dtype: an array of shape (n, ratio)."""
@@ -38,14 +54,22 @@ class Reinterpretation:
         return np.zeros(size, dtype=np.intp) if self.part is None else self.part.reshape(-1)
 
     def read(self, raw: np.ndarray) -> np.ndarray:
-        """The view's elements, given the stored values at its positions (one per element)."""
+        """The view's elements, given the stored values at its positions (``spread``)."""
+        if self.span > 1:
+            whole = np.ascontiguousarray(np.asarray(raw).astype(self.stored)).view(self.seen)
+            return whole[..., 0].astype(np.float64)
         words = self._words(raw)
         values = words[np.arange(words.shape[0]), self._parts(words.shape[0])]
         return values.astype(np.float64).reshape(np.shape(raw))
 
-    def encode(self, values: np.ndarray, positions: np.ndarray, data: np.ndarray) -> np.ndarray:
-        """What storage holds at *positions* (one per element, in *data*'s dtype) after the view's
-        elements are written with *values*: a part written changes that part of its storage element only."""
+    def encode(self, values: np.ndarray, positions: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The storage positions a write of the view's elements at *positions* lands on, and what storage
+        holds there after it (in *data*'s dtype): a part written changes that part of its storage element
+        only; a wider element, every position it spans."""
+        if self.span > 1:
+            landing = self.spread(positions).reshape(-1)
+            new = _cast(np.asarray(values).reshape(-1), self.seen)
+            return landing, np.ascontiguousarray(new).view(self.stored).astype(data.dtype)
         flat = positions.reshape(-1)
         parts = self._parts(flat.size)
         new = _cast(np.asarray(values).reshape(-1), self.seen)
@@ -60,7 +84,7 @@ class Reinterpretation:
         words = self._words(data[unique_positions]).copy()
         words[which, parts] = new
         stored = words.reshape(-1).view(self.stored)  # one stored value per unique position
-        return stored.astype(data.dtype)[which]
+        return flat, stored.astype(data.dtype)[which]
 
     def taken(self, rel: np.ndarray) -> "Reinterpretation":
         """The same reading for the elements at flat indices *rel* of this view (a view of the view)."""

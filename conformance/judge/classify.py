@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -45,10 +45,12 @@ class Unjudged:
 @dataclass(frozen=True)
 class Partly:
     """A reference value some of whose elements a growing ``resize_`` left undetermined (memory no one has
-    written): those elements (flat indices) are not judged, the others are."""
+    written), which are not judged, or one write gave several values in no defined order (*any_of*: flat
+    index -> those values), which may equal any of them; the other elements are judged as usual."""
 
     value: Any
     undetermined: tuple[int, ...]
+    any_of: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
 
     def judge(self, observed: Mapping[str, Any], tolerance: Tolerance | None) -> dict[str, Any]:
         reference = np.asarray(self.value, dtype=np.float64).reshape(-1)
@@ -56,16 +58,33 @@ class Partly:
         flat = None if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
         keep = np.ones(reference.size, dtype=bool)
         keep[list(self.undetermined)] = False
+        keep[list(self.any_of)] = False
         if flat is None or flat.size != reference.size:
             result = compare(observed, self.value, tolerance)
         else:
             result = compare({**observed, "value": flat[keep].tolist()}, reference[keep].tolist(), tolerance)
-        listed: list[Any] = reference.tolist()
+            strays = [i for i, values in sorted(self.any_of.items())
+                      if not any(compare({**observed, "value": [flat[i]]}, [v], tolerance)["ok"] for v in values)]
+            if strays:  # each is as far off as the nearest value written there
+                nearest = [min((float(abs(flat[i] - v)), float(abs(flat[i] - v) / max(abs(v), sys.float_info.min)))
+                               for v in self.any_of[i]) for i in strays]
+                stray = (f"element(s) {strays[:10]} hold none of the values written there "
+                         f"(any of {[list(self.any_of[i]) for i in strays[:3]]} is right)")
+                result.update(ok=False, reason=stray if "reason" not in result else f"{result['reason']}; {stray}",
+                              max_abs_error=max(result.get("max_abs_error") or 0.0, *(a for a, _ in nearest)),
+                              max_rel_error=max(result.get("max_rel_error") or 0.0, *(r for _, r in nearest)))
+        listed = np.empty(reference.size, dtype=object)  # element by element: a list of values stays one
+        listed[:] = reference.tolist()
         for i in self.undetermined:
             listed[i] = None
+        for i, values in self.any_of.items():
+            listed[i] = {"any_of": list(values)}
         shape = np.shape(self.value)
-        result["reference"] = np.array(listed, dtype=object).reshape(shape).tolist() if shape else listed[0]
-        result["undetermined_elements"] = list(self.undetermined)
+        result["reference"] = listed.reshape(shape).tolist() if shape else listed[0]
+        if self.undetermined:
+            result["undetermined_elements"] = list(self.undetermined)
+        if self.any_of:
+            result["any_of_elements"] = sorted(self.any_of)
         return result
 
 

@@ -54,12 +54,15 @@ class Node:
 class Storage:
     """A flat buffer that tensors and arrays look into."""
 
-    __slots__ = ("data", "undetermined")
+    __slots__ = ("data", "undetermined", "any_of")
 
     def __init__(self, data: np.ndarray) -> None:
         self.data = data
         #: elements no one has written since the storage grew (``resize_``): None when there are none
         self.undetermined: np.ndarray | None = None
+        #: elements one write gave several values in no defined order (``index_put_`` of a repeated
+        #: position): position -> the values written there, any of which it may hold; None when none
+        self.any_of: dict[int, tuple[float, ...]] | None = None
 
     def grow(self, size: int) -> None:
         """Reallocate to *size* elements, keeping the old ones, as a growing ``resize_`` does; every name
@@ -77,11 +80,17 @@ class Storage:
         if self.undetermined is not None and self.undetermined[positions].any():
             raise ValueError("the values read include elements a growing resize_ left undetermined (memory "
                              "no one has written): any value is possible")
+        if self.any_of and not self.any_of.keys().isdisjoint(np.arange(self.data.size)[positions].reshape(-1).tolist()):
+            raise ValueError("the values read include an element one write gave several values in no defined "
+                             "order (a repeated position): a computation from it is not modelled")
 
     def determined(self, positions: np.ndarray | slice) -> None:
         """Elements written: their values are known from now on."""
         if self.undetermined is not None:
             self.undetermined[positions] = False
+        if self.any_of:
+            for position in np.arange(self.data.size)[positions].reshape(-1).tolist():
+                self.any_of.pop(position, None)
 
 
 class Tensor:
@@ -140,20 +149,26 @@ class Tensor:
     def shape(self) -> tuple[int, ...]:
         return self.positions.shape
 
-    def read_partly(self) -> tuple[np.ndarray, np.ndarray]:
-        """The value and the flat indices of its elements no one has written since a growing ``resize_``
-        (whatever memory held there: only the others can be judged)."""
-        undetermined = self.storage.undetermined
-        if undetermined is None:
-            return self.value, np.zeros(0, dtype=np.int64)
-        missing = np.flatnonzero(undetermined[self.positions])
-        if missing.size and self.reinterpret is not None:
-            self.storage.check_determined(self.positions)  # a dtype view mixes elements: not modelled
-        self.storage.undetermined = None
+    def read_partly(self) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[float, ...]]]:
+        """The value, the flat indices of its elements no one has written since a growing ``resize_``
+        (whatever memory held there: only the others can be judged), and its elements that may hold any
+        of several values (flat index -> those values, as this tensor reads them)."""
+        storage = self.storage
+        undetermined, any_of = storage.undetermined, storage.any_of
+        if undetermined is None and not any_of:
+            return self.value, np.zeros(0, dtype=np.int64), {}
+        missing = (np.zeros(0, dtype=np.int64) if undetermined is None
+                   else np.flatnonzero(undetermined[self.positions]))
+        flat = self.positions.reshape(-1).tolist()
+        choices = {i: any_of.get(p) for i, p in enumerate(flat)} if any_of else {}
+        choices = {i: values for i, values in choices.items() if values is not None}
+        if (missing.size or choices) and (self.reinterpret is not None or self.signs is not None):
+            self.storage.check_determined(self.positions)  # elements read through another dtype or sign
+        storage.undetermined, storage.any_of = None, None
         try:
-            return self.value, missing
+            return self.value, missing, choices
         finally:
-            self.storage.undetermined = undetermined
+            storage.undetermined, storage.any_of = undetermined, any_of
 
     @property
     def value(self) -> np.ndarray:
@@ -163,8 +178,9 @@ class Tensor:
             self.storage.check_determined(slice(self.start, self.start + size))
             value = self.storage.data[self.start:self.start + size].reshape(self._positions.shape).copy()
         else:
-            self.storage.check_determined(self.positions)
-            value = self.storage.data[self.positions]
+            covered = self.positions if self.reinterpret is None else self.reinterpret.spread(self.positions)
+            self.storage.check_determined(covered)
+            value = self.storage.data[covered]
         if self.reinterpret is not None:
             value = self.reinterpret.read(value)
         return value if self.signs is None else value * self.signs
@@ -408,6 +424,9 @@ class Machine:
         #: a value some of whose elements are undetermined (a growing ``resize_``): the flat indices of
         #: those elements, by recorded name; the rest of the value is judged
         self.undetermined: dict[str, list[int]] = {}
+        #: a value some of whose elements may be any of several values (a write to a repeated position):
+        #: flat index -> those values, by recorded name; the rest of the value is judged as usual
+        self.any_of: dict[str, dict[int, list[float]]] = {}
         #: The reference itself computes in float64; with a rounding, the program computed in float32
         #: (:func:`float32_spread`): what ops compute on, and what becomes of each result.
         self.working = np.float64 if rounding is None else rounding.dtype
@@ -536,8 +555,9 @@ class Machine:
     def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
         """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
         data = tensor.storage.data
+        flat = tensor.positions.reshape(-1)
         if tensor.reinterpret is not None:  # a dtype view: its elements' bits, written into storage's values
-            values = tensor.reinterpret.encode(np.broadcast_to(value, tensor.shape), tensor.positions, data)
+            flat, values = tensor.reinterpret.encode(np.broadcast_to(value, tensor.shape), tensor.positions, data)
         else:
             values = np.broadcast_to(self.round(value), tensor.shape).reshape(-1).astype(data.dtype)
         if tensor.signs is not None:  # stored as the view reads it back (a neg bit stores the negation)
@@ -547,7 +567,6 @@ class Machine:
             tensor.storage.determined(slice(tensor.start, tensor.start + values.size))
             self._record_write(tensor, node)
             return
-        flat = tensor.positions.reshape(-1)
         lands = _landing(flat)
         if not lands.all():  # elements sharing a memory location must agree, or the order of writes decides
             landed = np.zeros(data.shape, dtype=data.dtype)
@@ -623,6 +642,26 @@ class Machine:
                 contribution = self.round(np.asarray(vjp(grad), dtype=self.working)).reshape(parent.shape)
                 grads[parent.id] = (self.round(grads[parent.id] + contribution) if parent.id in grads
                                     else contribution)
+
+    def leave_any_of(self, step: Step, choices: dict[int, tuple[float, ...]]) -> None:
+        """The elements (flat index -> the values allowed) of the value just recorded for *step* that may
+        hold any of several values."""
+        self.any_of[observation_key(step.name, self.loop)] = {int(i): [float(v) for v in values]
+                                                              for i, values in choices.items()}
+
+    def written_in_any_order(self, tensor: Tensor, choices: dict[int, tuple[float, ...]]) -> None:
+        """After a write to *tensor*: its elements (flat index -> the values one write gave them, in no
+        defined order) hold any of those values.  A gradient through such a write is not modelled."""
+        if not choices:
+            return
+        if self.grad_enabled and tensor.node.requires_grad:
+            raise ValueError("a gradient through a write that gives one element several values in no defined "
+                             "order is not modelled")
+        storage = tensor.storage
+        flat = tensor.positions.reshape(-1)
+        storage.any_of = dict(storage.any_of or {})
+        for i, values in choices.items():
+            storage.any_of[int(flat[i])] = tuple(values)
 
     def leave_undetermined(self, step: Step, elements: np.ndarray) -> None:
         """The elements (flat indices) of the value just recorded for *step* that cannot be judged."""

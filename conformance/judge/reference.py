@@ -58,6 +58,9 @@ class ReferenceResult:
     #: Values some of whose elements a growing ``resize_`` left undetermined: their flat indices, by
     #: recorded name (the other elements are judged).
     undetermined: dict[str, list[int]] = field(default_factory=dict)
+    #: Values some of whose elements may hold any of several values one write gave them in no defined
+    #: order: flat index -> those values, by recorded name (each is judged against all of them).
+    any_of: dict[str, dict[int, list[float]]] = field(default_factory=dict)
 
 
 def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Rounding | None = None, *,
@@ -76,9 +79,9 @@ def run_reference(case: Case, time_limit: float = 60.0, rounding: Float32Roundin
         if not partial:
             raise
         return ReferenceResult(interpreter.observations, stopped=str(exc), unjudged=interpreter.unjudged,
-                               undetermined=interpreter.undetermined)
+                               undetermined=interpreter.undetermined, any_of=interpreter.any_of)
     return ReferenceResult(interpreter.observations, unjudged=interpreter.unjudged,
-                           undetermined=interpreter.undetermined)
+                           undetermined=interpreter.undetermined, any_of=interpreter.any_of)
 
 
 #: Runs of the program in float32 behind :func:`float32_spread`: rounded to nearest, then stochastically.

@@ -75,6 +75,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         reply["unjudged"] = result.unjudged
     if result.undetermined:
         reply["undetermined"] = result.undetermined
+    if result.any_of:  # JSON keys are strings: the flat indices come back as such
+        reply["any_of"] = {name: {str(i): values for i, values in choices.items()}
+                           for name, choices in result.any_of.items()}
     return reply
 
 

@@ -6,8 +6,9 @@ float by one unit in the last place.  A narrower dtype (``uint8``) has several e
 element, along the last dimension (torch: "the size of the last dimension ... scaled by the ratio").
 
 The reference knows the dtype of a tensor made from a literal (``tensor``, ``array``, ``full``) and of its
-aliases and views, so it models a dtype view of those only; a view to a wider dtype, and a dtype view of a
-dtype view, are left unmodelled (the reference says so).  A dtype view has no history: torch's
+aliases and views, so it models a dtype view of those only; a dtype view of a dtype view is left
+unmodelled (the reference says so).  A wider dtype (float32 as float64) has fewer elements along the last
+dimension, each spanning several of the input's elements in a row.  A dtype view has no history: torch's
 ``view(dtype)`` is not differentiable and is no autograd view (``_base`` is None); only its memory is shared.
 """
 
@@ -35,11 +36,11 @@ def _view_dtype_reference(m, s) -> None:
         raise ValueError("the reference knows the dtype of a tensor made from a literal (tensor, array, full) "
                          "and of its aliases and views only, so a dtype view of this one is not modelled")
     stored = np.dtype(source.dtype)
-    if seen.itemsize > stored.itemsize:
-        raise ValueError(f"a view of {stored.name} as the wider {seen.name} is not modelled")
     ratio = stored.itemsize // seen.itemsize
     positions, part = source.positions, None
-    if ratio > 1:
+    if seen.itemsize > stored.itemsize:
+        positions = _wider(positions, seen.itemsize // stored.itemsize, stored, seen)
+    elif ratio > 1:
         if positions.ndim == 0:
             raise ValueError(f"a 0-d tensor viewed as the narrower {seen.name}: the frameworks refuse it")
         if positions.shape[-1] > 1 and not (np.diff(positions, axis=-1) == 1).all():
@@ -53,6 +54,28 @@ def _view_dtype_reference(m, s) -> None:
     m.bind(s, view)
 
 
+def _wider(positions: np.ndarray, span: int, stored: np.dtype, seen: np.dtype) -> np.ndarray:
+    """Where each element of a view as the wider *seen* is placed: the first of the *span* storage
+    positions in a row it covers.  NumPy's ``ndarray.view`` is the rule: the last dimension must be
+    contiguous and a multiple of the ratio, and an element may start at any storage position (torch
+    further refuses an offset that is not a multiple of the ratio, documented as its own condition)."""
+    refused = f"a view of {stored.name} as the wider {seen.name}"
+    if positions.ndim == 0:
+        raise ValueError(f"{refused} of a 0-d tensor: the frameworks refuse it")
+    if positions.shape[-1] % span:
+        raise ValueError(f"{refused} of a last dimension of {positions.shape[-1]}, not a multiple of {span}: "
+                         f"the frameworks refuse it")
+    if positions.size == 0:
+        return positions[..., ::span]
+    if positions.shape[-1] > 1 and not (np.diff(positions, axis=-1) == 1).all():
+        raise ValueError(f"{refused} of a tensor whose last dimension is not contiguous: the frameworks refuse it")
+    first = positions[..., ::span]
+    if np.unique(first % span).size > 1:
+        raise ValueError(f"{refused} whose rows start at storage positions that differ by other than a "
+                         f"multiple of {span} is not modelled")
+    return first
+
+
 def _view_dtype_spell(w, s) -> None:
     dtype = f"{w.a.root}.{s.fields['dtype']}"
     w.a.resolve(dtype)
@@ -60,8 +83,8 @@ def _view_dtype_spell(w, s) -> None:
 
 
 register(Op(
-    "view_dtype", "out = t.view(dtype): t's memory read as another dtype of the same or a narrower width (a "
-    "float32 as int32, or as 4 uint8 along the last dimension); writes through it change t's bits.",
+    "view_dtype", "out = t.view(dtype): t's memory read as another dtype (a float32 as int32, as 4 uint8 "
+    "along the last dimension, or two float32 as one float64); writes through it change t's bits.",
     args=("tensor",),
     fields={"dtype": Field("dtype", required=True, choices=VIEW_DTYPES, doc="the dtype the memory is read as")},
     run_reference=_view_dtype_reference, run_spell=_view_dtype_spell,

@@ -337,6 +337,68 @@ register(_reduction("mean", lambda x: (np.asarray(x.mean()),
                                        [lambda g: np.broadcast_to(g / max(x.size, 1), x.shape)])))
 
 
+def _var_mean_check(data, scope, fail) -> None:
+    out = data.get("out")
+    if not isinstance(out, list) or len(out) != 2:
+        raise fail("var_mean binds two names, the variance's and the mean's: out: [var, mean]")
+    dim = data.get("dim")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or not -64 <= dim < 64):
+        raise fail(f"dim must be an integer dimension, not {dim!r}")
+    correction = data.get("correction", 1)
+    if isinstance(correction, bool) or correction not in (0, 1):
+        raise fail(f"correction must be 1 (Bessel's, the default) or 0, not {correction!r}")
+
+
+def _var_mean_reference(m, s) -> None:
+    """The variance with Bessel's *correction* subtracted from the count, and the mean, along *dim* (all
+    elements when absent), as two new tensors each tracking its own gradient: d var/dx = 2 (x - mean) /
+    (n - correction), d mean/dx = 1 / n."""
+    dim, correction = s.fields["dim"], int(s.fields["correction"])
+    source = m.tensor(s.args[0])
+    axis = None if dim is None else _axis_of(dim, len(source.shape))
+    count = source.value.size if axis is None else source.shape[axis]
+    if count - correction <= 0:
+        raise ValueError(f"a variance of {count} element(s) with correction {correction}: no degrees of freedom")
+
+    def variance(x):
+        centred = x - x.mean(axis=axis, keepdims=True)
+        value = (centred ** 2).sum(axis=axis) / (count - correction)
+        expand = (lambda g: g) if axis is None else (lambda g: np.expand_dims(g, axis))
+        return value, [lambda g: expand(g) * 2 * centred / (count - correction)]
+
+    def mean(x):
+        expand = (lambda g: g) if axis is None else (lambda g: np.expand_dims(g, axis))
+        return x.mean(axis=axis), [lambda g: np.broadcast_to(expand(g) / count, x.shape)]
+
+    m.bind(s, m.new(variance, s.args[0]), m.new(mean, s.args[0]))
+
+
+def _axis_of(dim: int, ndim: int) -> int:
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"dimension {dim} is out of range for a tensor of {ndim} dimensions")
+    return dim % ndim
+
+
+def _var_mean_spell(w, s) -> None:
+    call = f"{w.a.root}.var_mean"  # paddle has none: its users call paddle.var and paddle.mean
+    w.a.resolve(call)
+    dim = "" if s.fields["dim"] is None else f", dim={s.fields['dim']}"
+    w.emit(f"{', '.join(s.out)} = {call}({s.args[0]}{dim}, correction={int(s.fields['correction'])})")
+
+
+register(Op(
+    "var_mean", "var, mean = torch.var_mean(t, dim=d, correction=c): the variance (count less c) and the mean "
+    "along d (all elements without it), two new tensors; paddle has no var_mean (its users call paddle.var "
+    "and paddle.mean).", args=("tensor",), out="many",
+    fields={"dim": Field("number", doc="the dimension reduced (an integer; absent: every element)"),
+            "correction": Field("number", default=1, doc="subtracted from the count: 1 (the default, "
+                                "Bessel's) or 0")},
+    check=_var_mean_check, run_reference=_var_mean_reference, run_spell=_var_mean_spell, saves=("input",),
+    fuzz="out of place and in one framework only: a drawn program would find nothing it does not find "
+    "with mean",
+))
+
+
 # -- functions with parameters: clip (both frameworks), scale_ (paddle's) ------------------------------
 
 

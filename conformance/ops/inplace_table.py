@@ -512,9 +512,6 @@ def _index_put_check(data, scope, fail) -> None:
     if not isinstance(positions, list) or not positions or not all(
             type(i) is int and 0 <= i < 2**31 for i in positions):
         raise fail(f"positions must be a non-empty list of whole numbers (0 or more), not {positions!r}")
-    if not data.get("accumulate", False) and len(set(positions)) != len(positions):
-        raise fail("a position named twice without accumulate: which value is written is undefined in both "
-                   "frameworks' documentation (torch: 'undefined behavior'), so no reference can judge it")
 
 
 def _index_put_of(m, s) -> Callable:
@@ -523,6 +520,31 @@ def _index_put_of(m, s) -> Callable:
         raise IndexError(f"a position of {list(s.fields['positions'])} is out of range for the first dimension "
                          f"of a tensor of shape {list(x.shape)}")
     return index_put(list(s.fields["positions"]), bool(s.fields["accumulate"]))
+
+
+def _index_put_reference(m, s) -> None:
+    """Without accumulate, a position named twice receives one of the rows written to it: which one is
+    left undefined (torch: "undefined behavior"), so each of its elements may hold any of those rows'."""
+    tensor = m.tensor(s.args[0])
+    m.inplace(tensor, _index_put_of(m, s), s.args[1])
+    if not s.fields["accumulate"]:
+        m.written_in_any_order(tensor, _repeated_rows(list(s.fields["positions"]), m.tensor(s.args[1]).value,
+                                                      tensor.shape))
+    m.bind(s, tensor)
+
+
+def _repeated_rows(positions: list[int], values: np.ndarray, shape: tuple[int, ...]) -> dict[int, tuple[float, ...]]:
+    """The elements of a tensor of *shape* (flat index -> the values written there) that rows of *values*
+    written at *positions* along the first dimension give different values."""
+    flat = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    choices: dict[int, tuple[float, ...]] = {}
+    for row in sorted({p for p in positions if positions.count(p) > 1}):
+        written = np.asarray(values)[[k for k, p in enumerate(positions) if p == row]].reshape(positions.count(row), -1)
+        for element, index in enumerate(flat[row].reshape(-1).tolist()):
+            distinct = tuple(dict.fromkeys(written[:, element].tolist()))
+            if len(distinct) > 1:
+                choices[index] = distinct
+    return choices
 
 
 def _index_put_spell(w, s) -> None:
@@ -535,13 +557,12 @@ def _index_put_spell(w, s) -> None:
 register(Op(
     "index_put_", "t.index_put_((index,), values, accumulate=False): the rows of t at index (along the first "
     "dimension) set to values, or with accumulate=True values added to them, a repeated position receiving "
-    "the sum; in place, tracked (paddle spells it alike).", args=("tensor", "tensor"), out="optional",
+    "the sum (without it, any of the rows written there); in place, tracked (paddle spells it alike).",
+    args=("tensor", "tensor"), out="optional",
     fields={"positions": Field("numbers", required=True, doc="the positions along the first dimension (the "
                                                               "index tensor), whole numbers"),
             "accumulate": Field("bool", default=False, doc="add the values instead of writing them")},
-    check=_index_put_check,
-    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_index_put_of(m, s)),
-    run_spell=_index_put_spell,
+    check=_index_put_check, run_reference=_index_put_reference, run_spell=_index_put_spell,
     fuzz="its index must lie within the drawn tensor's shape, which the fuzzer's draws do not keep",
 ))
 

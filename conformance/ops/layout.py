@@ -78,6 +78,15 @@ def _not_a_view(m, name: str, op: str):
     tensor = m.tensor(name)
     if tensor.base is not None:
         raise ValueError(f"{op} on a view is not modelled")
+    _not_a_dtype_view(tensor, op)
+    return tensor
+
+
+def _not_a_dtype_view(tensor, op: str):
+    """Storage taken over by position (``set_``, ``resize_``, ``t.data = src``) would lose how a dtype
+    view reads it."""
+    if tensor.reinterpret is not None:
+        raise ValueError(f"{op} with a dtype view is not modelled")
     return tensor
 
 
@@ -292,7 +301,7 @@ def resize_to(m, name: str, shape: tuple[int, ...], op: str) -> None:
 
 def _set_reference(m, s) -> None:
     tensor = _not_a_view(m, s.args[0], "set_")
-    source = m.tensor(s.args[1])
+    source = _not_a_dtype_view(m.tensor(s.args[1]), "set_")
     old = tensor.node
     tensor.storage, tensor.positions = source.storage, source.positions.copy()
     _rehistory(m, tensor, old, source.shape,
@@ -305,7 +314,7 @@ def _set_data_reference(m, s) -> None:
     from conformance.judge.model import Node
 
     tensor = _not_a_view(m, s.args[0], "t.data = src")
-    source = m.tensor(s.args[1])
+    source = _not_a_dtype_view(m.tensor(s.args[1]), "t.data = src")
     old = tensor.node
     tensor.storage, tensor.positions = source.storage, source.positions.copy()
     tensor.start = source.start
@@ -396,4 +405,48 @@ register(Op(
     out="optional", run_reference=_detach_reference,
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "detach_")),
     fuzz=lambda d: (lambda x: None if x is None else {"args": [x]})(d.pick("tensor")),
+))
+
+
+# -- a dtype changed in place: cast_ ----------------------------------------------------------------
+
+#: what cast_ may cast to: the two float dtypes, whose values the reference's float64 holds exactly
+CAST_DTYPES = ("float32", "float64")
+
+
+def _cast_reference(m, s) -> None:
+    """``t.cast_(dtype)`` (paddle): t itself, holding its values as *dtype* in new memory.  An element of
+    another width cannot stay where it was, so t leaves its old storage: views taken of t before keep
+    the old memory and values, and a write through t no longer reaches them.  The graph tracks the
+    cast (its gradient passes through, cast back)."""
+    from conformance.judge.model import Storage, Tensor
+
+    tensor = _not_a_view(m, s.args[0], "cast_")
+    dtype = s.fields["dtype"]
+    value = np.asarray(tensor.value, dtype=np.float64).astype(dtype).astype(np.float64)
+    old, shape = tensor.node, tensor.shape
+    left = Tensor(tensor.storage, tensor.positions, tensor._node, kind=tensor.kind, start=tensor.start)
+    left.history_for_views, left.dtype, left.signs = tensor.history_for_views, tensor.dtype, tensor.signs
+    for named in m.env.values():  # its views stay views of what it was, on the memory it leaves
+        if isinstance(named, Tensor) and named.base is tensor:
+            named.base = left
+    tensor.storage = Storage(value.reshape(-1).copy())
+    tensor.positions = np.arange(value.size).reshape(shape)
+    tensor.start, tensor.signs, tensor.dtype = 0, None, dtype
+    _rehistory(m, tensor, old, shape, ((old, lambda g: g),), "cast_")
+    m.bind(s, tensor)
+
+
+def _cast_spell(w, s) -> None:
+    w.a.require_method("cast_")  # torch has none: its users rebind, t = t.to(dtype)
+    w.emit(w.bind(s) + w.method(s.args[0], "cast_", repr(s.fields["dtype"])))
+
+
+register(Op(
+    "cast_", "t.cast_(dtype) (paddle): t itself, as dtype, in new memory: views taken before keep the old "
+    "memory; tracked.  torch has no cast_ (its users write t = t.to(dtype)).", args=("tensor",),
+    out="optional", fields={"dtype": Field("dtype", required=True, choices=CAST_DTYPES,
+                                           doc="the dtype t is cast to")},
+    run_reference=_cast_reference, run_spell=_cast_spell,
+    fuzz="changes the tensor's dtype: the fuzzer's draws do not track dtypes",
 ))

@@ -23,10 +23,12 @@ def _value_reference(m, s) -> None:
     if not m.partial:  # a value is given whole or not at all
         m.record(s, np.array(m.target(s.of[0]).value, dtype=np.float64))
         return
-    value, undetermined = m.target(s.of[0]).read_partly()
+    value, undetermined, choices = m.target(s.of[0]).read_partly()
     m.record(s, np.array(value, dtype=np.float64))
     if undetermined.size:
         m.leave_undetermined(s, undetermined)
+    if choices:
+        m.leave_any_of(s, choices)
 
 
 def _grad_reference(m, s) -> None:

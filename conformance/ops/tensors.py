@@ -163,7 +163,7 @@ register(Op(
 ))
 register(Op(
     "clone", "out = t.clone(): a copy the graph tracks.", args=("tensor",),
-    run_reference=lambda m, s: m.bind(s, _clone(m, s.args[0])),
+    run_reference=lambda m, s: m.bind(s, tracked_copy(m, s.args[0])),
     run_spell=lambda w, s: w.emit(f"{w.out(s)} = {w.method(s.args[0], 'clone')}"),
 ))
 register(Op(
@@ -201,7 +201,7 @@ register(Op(
 ))
 
 
-def _clone(m, name: str):
+def tracked_copy(m, name: str):
     """A copy the graph tracks, of the source's dtype (which a dtype view of it needs)."""
     copy = m.new(lambda x: (x.copy(), [lambda g: g]), name)
     copy.dtype = m.tensor(name).dtype

@@ -187,16 +187,25 @@ def _unsafe_split_reference(m, s) -> None:
                        for lo, hi in zip(bounds[:-1], bounds[1:])])
 
 
+def _laid(tensor) -> np.ndarray:
+    """Where the elements lie, in elements of the tensor's own dtype: a view as a wider dtype places each
+    at the first of the storage positions it spans."""
+    span = 1 if tensor.reinterpret is None else tensor.reinterpret.span
+    if span == 1 or tensor.positions.size == 0:
+        return tensor.positions
+    return tensor.positions // span  # every element starts at the same position modulo span (dtype_views)
+
+
 def _contiguous(tensor) -> bool:
     """Whether the elements lie in storage in row-major order without gaps (what ``view`` needs)."""
-    flat = tensor.positions.reshape(-1)
+    flat = _laid(tensor).reshape(-1)
     return flat.size < 2 or bool(np.all(np.diff(flat) == 1))
 
 
 def _strides(tensor) -> tuple[int, list[int]] | None:
     """The tensor's storage offset and strides (in elements), or None when its elements are not laid out
     by strides (never for what the ops make)."""
-    positions = tensor.positions
+    positions = _laid(tensor)
     if positions.size == 0:
         return 0, [1] * positions.ndim
     offset = int(positions.reshape(-1)[0])
@@ -266,8 +275,10 @@ def _contiguous_reference(m, s) -> None:
     source = m.tensor(s.args[0])
     if _contiguous(source):  # the tensor itself ("returns the self tensor", in both frameworks' words)
         m.bind(s, source)
-    else:
-        m.bind(s, m.new(lambda x: (x.copy(), [lambda g: g]), s.args[0]))
+    else:  # a tracked copy, of t's dtype (which a dtype view of it needs)
+        from conformance.ops.tensors import tracked_copy
+
+        m.bind(s, tracked_copy(m, s.args[0]))
 
 
 def _expand_reference(m, s) -> None:

@@ -17,9 +17,12 @@ _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def literal(value: Any) -> str:
-    """Python source for a number, bool, string or nested list of them, evaluating to the same value."""
+    """Python source for a number, bool, string, or nested list or string-keyed dict of them, evaluating to
+    the same value."""
     if isinstance(value, list):
         return "[" + ", ".join(literal(item) for item in value) + "]"
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return "{" + ", ".join(f"{literal(key)}: {literal(item)}" for key, item in value.items()) + "}"
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
         return repr(value)
     if isinstance(value, float):

@@ -35,23 +35,31 @@ def _judged(name, value):
 
 _CHECK = '''\
 # self-check: each judged value against the NumPy float64 reference (rtol, atol of the case), each
-# counter or property against what the case states (exactly; None: an element no one wrote); exit 1
+# counter or property against what the case states (exactly; None: an element no one wrote; any_of: an
+# element one write gave several values in no defined order, right when it holds one of them); exit 1
 # when one differs, so that this file shows the fault by its exit status as well as by its output
 import sys
 _EXPECTED = {{
 {entries}
 }}
+def _close(got, want, rtol, atol):
+    return np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True) & (np.isfinite(got) == np.isfinite(want))
 def _differs(got, want, rtol, atol):
     if want is None or got is None:  # no gradient: right when both have none (or the framework gives zeros)
         return not (want is None and (got is None or not np.any(np.asarray(got, dtype=np.float64))))
     want = np.array(want, dtype=object)
-    free = np.array([w is None for w in want.reshape(-1)], dtype=bool).reshape(want.shape)  # not judged
-    got, want = np.asarray(got, dtype=np.float64), np.where(free, 0.0, want).astype(np.float64)
+    flat = want.reshape(-1)
+    free = np.array([w is None for w in flat], dtype=bool).reshape(want.shape)  # not judged
+    choices = {{i: w["any_of"] for i, w in enumerate(flat) if isinstance(w, dict)}}
+    plain = np.array([0.0 if w is None or isinstance(w, dict) else w for w in flat], dtype=np.float64)
+    got, want = np.asarray(got, dtype=np.float64), plain.reshape(want.shape)
     if got.size != want.size or np.squeeze(got).shape != np.squeeze(want).shape:
         return True
     got = got.reshape(want.shape)
-    close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True) & (np.isfinite(got) == np.isfinite(want))
-    return not bool((close | free).all())
+    close = _close(got, want, rtol, atol).reshape(-1)
+    for i, values in choices.items():
+        close[i] = any(_close(got.reshape(-1)[i], v, rtol, atol) for v in values)
+    return not bool((close.reshape(want.shape) | free).all())
 _wrong = [name for name, (want, rtol, atol) in _EXPECTED.items()
           if name in _SEEN and _differs(_SEEN[name], want, rtol, atol)]
 if _wrong:

@@ -31,6 +31,8 @@ def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
             return str(v)
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(shown(x) for x in v) + "]"
+        if isinstance(v, Mapping) and isinstance(v.get("any_of"), list):  # one of several values written
+            return "any of " + "/".join(shown(x) for x in v["any_of"])
         if isinstance(v, Mapping) and "shape" in v:  # a large array, summarised by the worker
             extremes = "".join(f", {key} {v[key]:.4g}" for key in ("min", "max")
                                if isinstance(v.get(key), (int, float)))

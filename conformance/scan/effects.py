@@ -113,7 +113,7 @@ class Effects:
         """The uses some rules ask about, whatever the op then does."""
         if first is None:
             return
-        if op in ("numpy", "unfold", "to", "copy_", "pad") or fields.get("copy") is True:
+        if op in ("numpy", "unfold", "to", "copy_", "pad", "view_dtype") or fields.get("copy") is True:
             numbers = tuple(constant(a) for a in node.args) if isinstance(node, ast.Call) else ()
             self._use(op, first, node, fields, numbers)
 

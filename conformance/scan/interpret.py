@@ -240,6 +240,10 @@ class Interpreter(Calls):
         if isinstance(value, Value) and value.kind == "parts":
             return [self._view_of(value.base, value.link_op or "split", value.node) if value.base is not None
                     else Value() for _ in range(count)]
+        if isinstance(value, Value) and value.kind == "tensor" and value.op and self.vocab.knows(value.op) \
+                and self.vocab.facts(value.op).many:  # var_mean: new tensors, each computed by the op
+            return [self._fresh(value.node, value.requires_grad, history=value.history, op=value.op,
+                                inputs=[value]) for _ in range(count)]
         return [Value() for _ in range(count)]
 
     def _augmented(self, s: ast.AugAssign) -> None:

@@ -600,3 +600,51 @@ class ArrayAssigned(Rule):
 
 def by_code() -> dict[str, Rule]:
     return {r.code: r for r in RULES}
+
+
+#: The 8-byte dtypes: a view as one of them is wider than a tensor of the frameworks' default float32 (the trace
+#: keeps no dtypes: the rule reads the constructor that made the tensor).
+WIDE_DTYPES = frozenset({"float64", "double", "int64", "long"})
+#: Factories whose default dtype is float32 (the frameworks' default float), whatever their arguments.
+FLOAT_FACTORIES = frozenset({"zeros", "ones", "rand", "randn", "empty", "uniform", "normal"})
+
+
+@rule
+class WiderDtypeView(Rule):
+    code = "IC124"
+    title = "a view as a wider dtype (float64, int64) of a tensor made as float32"
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for use in trace.uses:
+            if use.op != "view_dtype" or not isinstance(use.node, ast.Call) or not use.node.args:
+                continue
+            wanted = _dtype_name(use.node.args[0])
+            made = use.value.root().node
+            if wanted in WIDE_DTYPES and isinstance(made, ast.Call) and _made_as_float32(made):
+                yield Sighting(self.code, use.node, (("dtype", "wider"),),
+                               f"a view as {wanted} of a tensor made as float32: each of its elements spans two "
+                               f"of the tensor's")
+
+
+def _dtype_name(node: ast.expr) -> str | None:
+    """``torch.float64``, ``paddle.float64`` or ``'float64'`` as ``float64``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _made_as_float32(call: ast.Call) -> bool:
+    """Whether a constructor call makes a float32 tensor: no dtype named, and either a factory of floats or a
+    literal with a float in it (a literal of whole numbers makes int64); a named dtype decides otherwise."""
+    named = next((k.value for k in call.keywords if k.arg == "dtype"), None)
+    if named is not None:
+        return _dtype_name(named) in ("float32", "float", "float16", "half", "bfloat16", "int32", "int", "int16",
+                                      "uint8", "int8")
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name in FLOAT_FACTORIES:
+        return True
+    if name in ("tensor", "to_tensor", "as_tensor") and call.args:
+        return any(isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(call.args[0]))
+    return False
