@@ -445,6 +445,10 @@ def test_index_put_of_a_repeated_position_used_further_or_differentiated_is_not_
         ("- {op: tensor, out: x, value: [1.0, 2.0]}\n- {op: tensor, out: v, value: [3.0, 4.0], requires_grad: true}\n"
          "- {op: index_put_, args: [x, v], positions: [0, 0]}\n- {observe: value, of: x}",
          "a gradient through a write"),
+        ("- {op: tensor, out: x, value: [[1.0, 2.0]], dtype: float64}\n"
+         "- {op: view_dtype, args: [x], dtype: int32, out: w}\n- {op: tensor, out: v, value: [[3.0, 4.0, 5.0, 6.0], "
+         "[7.0, 8.0, 9.0, 1.0]]}\n- {op: index_put_, args: [w, v], positions: [0, 0]}\n- {observe: value, of: x}",
+         "through a dtype view"),
     ]:
         with pytest.raises(ReferenceFailure, match=message):
             _run(write_case, steps)

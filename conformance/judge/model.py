@@ -162,8 +162,9 @@ class Tensor:
         flat = self.positions.reshape(-1).tolist()
         choices = {i: any_of.get(p) for i, p in enumerate(flat)} if any_of else {}
         choices = {i: values for i, values in choices.items() if values is not None}
-        if (missing.size or choices) and (self.reinterpret is not None or self.signs is not None):
-            self.storage.check_determined(self.positions)  # elements read through another dtype or sign
+        if (missing.size and self.reinterpret is not None) or (choices and (self.reinterpret is not None
+                                                                        or self.signs is not None)):
+            self.storage.check_determined(self.positions)  # read through another dtype or sign: not modelled
         storage.undetermined, storage.any_of = None, None
         try:
             return self.value, missing, choices
@@ -654,6 +655,9 @@ class Machine:
         defined order) hold any of those values.  A gradient through such a write is not modelled."""
         if not choices:
             return
+        if tensor.reinterpret is not None or tensor.signs is not None:
+            raise ValueError("a write that gives one element several values in no defined order, through a dtype "
+                             "view or a conjugate, is not modelled")
         if self.grad_enabled and tensor.node.requires_grad:
             raise ValueError("a gradient through a write that gives one element several values in no defined "
                              "order is not modelled")
