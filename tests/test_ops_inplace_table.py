@@ -668,3 +668,22 @@ def test_batch_norm_momentum_is_checked(write_case) -> None:
             _run(write_case, "- {op: batch_norm, out: bn, weight: [1.0], bias: [0.0], running_mean: [0.0], "
                              f"running_var: [1.0], training: true, momentum: {momentum}}}\n"
                              "- {observe: value, of: bn.running_mean}")
+
+
+def test_an_index_assignment_that_repeats_a_position_allows_either_value_written_there(write_case) -> None:
+    """An advanced index names positions as index_put_ does; a basic index that overlaps itself (an expanded
+    view) still must give each location one value."""
+    path = write_case("id: t\ntitle: t\nsteps:\n"
+                      "- {op: tensor, out: x, value: [5.0, 7.0, 9.0]}\n"
+                      "- {op: tensor, out: v, value: [1.0, 2.0, 3.0]}\n"
+                      "- {op: setitem, args: [x, v], index: '[0, 0, 2]'}\n"
+                      "- {observe: value, of: x}\n")
+    result = run_reference(load_case(path), partial=True)
+    np.testing.assert_array_equal(result.observations["value(x)"][1:], [7.0, 3.0])
+    assert result.any_of == {"value(x)": {0: [1.0, 2.0]}}
+    with pytest.raises(ReferenceFailure, match="depends on the order of the writes"):
+        _run(write_case, "- {op: tensor, out: x, value: [[5.0, 7.0]]}\n"
+                         "- {op: expand, args: [x], shape: [2, 2], out: e}\n"
+                         "- {op: tensor, out: v, value: [1.0, 2.0]}\n"
+                         "- {op: setitem, args: [e, v], index: ':, 0'}\n"
+                         "- {observe: value, of: x}")

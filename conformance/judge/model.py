@@ -553,8 +553,10 @@ class Machine:
         value, node = self.compute(fn, *args)
         return Tensor.fresh(value, node)
 
-    def write(self, tensor: Tensor, value: np.ndarray, node: Node | None) -> None:
-        """An in-place write of *value* into *tensor*; *node* is its history (None: untracked)."""
+    def write(self, tensor: Tensor, value: np.ndarray, node: Node | None, unordered: bool = False) -> None:
+        """An in-place write of *value* into *tensor*; *node* is its history (None: untracked).  *unordered*:
+        a write whose order the frameworks leave undefined (an advanced index that repeats a position): a
+        location given different values may hold any of them (``written_in_any_order``)."""
         data = tensor.storage.data
         flat = tensor.positions.reshape(-1)
         if tensor.reinterpret is not None:  # a dtype view: its elements' bits, written into storage's values
@@ -569,15 +571,21 @@ class Machine:
             self._record_write(tensor, node)
             return
         lands = _landing(flat)
+        choices: dict[int, tuple[float, ...]] = {}
         if not lands.all():  # elements sharing a memory location must agree, or the order of writes decides
             landed = np.zeros(data.shape, dtype=data.dtype)
             landed[flat[lands]] = values[lands]
-            if not np.array_equal(landed[flat], values, equal_nan=values.dtype.kind == "f"):
+            differ = ~np.isclose(landed[flat], values, rtol=0.0, atol=0.0, equal_nan=values.dtype.kind == "f")
+            if differ.any() and not unordered:
                 raise ValueError("an in-place write through a view that overlaps itself gives one memory "
                                  "location different values: the result depends on the order of the writes")
+            for i in np.flatnonzero(differ).tolist():  # each such element: the first of its location's values
+                first = int(np.flatnonzero(flat == flat[i])[0])
+                choices.setdefault(first, tuple(dict.fromkeys(values[flat == flat[i]].tolist())))
         data[flat[lands]] = values[lands]
         tensor.storage.determined(flat)
         self._record_write(tensor, node)
+        self.written_in_any_order(tensor, choices)
 
     def _record_write(self, tensor: Tensor, node: Node | None) -> None:
         """The history of a write: the tensor's own, or its base's through the view."""

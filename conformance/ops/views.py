@@ -50,9 +50,14 @@ def assigned(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _setitem_reference(m, s) -> None:
-    target = m.get(s.args[0]).view(lambda a: a[s.index.resolve(m.counters)])
+    """An index with a list in it names elements as index_put_ does: a position named twice gets any of the
+    values written to it (torch: "undefined"); a basic index that overlaps itself (an expanded view) must
+    give each location one value."""
+    index = s.index.resolve(m.counters)
+    target = m.get(s.args[0]).view(lambda a: a[index])
     value, node = m.compute(lambda v: (assigned(v, target.shape), [lambda g: g]), s.args[1])
-    m.write(target, value, node)
+    advanced = any(isinstance(part, (list, np.ndarray)) for part in (index if isinstance(index, tuple) else (index,)))
+    m.write(target, value, node, unordered=advanced)
 
 
 register(Op(
