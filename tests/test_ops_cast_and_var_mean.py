@@ -98,12 +98,25 @@ def test_cast_to_float32_rounds_and_the_gradient_passes_through(write_case) -> N
     np.testing.assert_allclose(obs["grad(a)"], [0.4, 12.0])  # d(2 a^2)/da = 4 a
 
 
+def test_cast_to_the_dtype_a_tensor_has_keeps_its_memory_and_views(write_case) -> None:
+    obs = run(write_case, """\
+  - {op: tensor, out: x, value: [1.5, 2.5, 3.5], dtype: float64}
+  - {op: getitem, args: [x], index: "1:", out: v}
+  - {op: cast_, args: [x], dtype: float64}
+  - {op: setitem, args: [x, 9.0], index: "1"}
+  - {observe: value, of: v}
+""")
+    np.testing.assert_array_equal(obs["value(v)"], [9.0, 3.5])  # as paddle 3.3.1 gives it
+
+
 def test_cast_of_a_view_or_a_dtype_view_is_not_modelled(write_case) -> None:
     for steps, message in [
         ("  - {op: getitem, args: [x], index: '1:', out: v}\n  - {op: cast_, args: [v], dtype: float64}",
          "cast_ on a view"),
         ("  - {op: view_dtype, args: [x], dtype: int32, out: v}\n  - {op: cast_, args: [v], dtype: float64}",
          "cast_ with a dtype view"),
+        ("  - {op: mul, args: [x, 2.0], out: y}\n  - {op: getitem, args: [y], index: '1:', out: v}\n"
+         "  - {op: cast_, args: [y], dtype: float64}", "whose dtype the reference does not know"),
     ]:
         with pytest.raises(ReferenceFailure, match=message):
             run(write_case, "  - {op: tensor, out: x, value: [1.0, 2.0]}\n" + steps + "\n  - {observe: value, of: x}\n")

@@ -415,21 +415,28 @@ CAST_DTYPES = ("float32", "float64")
 
 
 def _cast_reference(m, s) -> None:
-    """``t.cast_(dtype)`` (paddle): t itself, holding its values as *dtype* in new memory.  An element of
-    another width cannot stay where it was, so t leaves its old storage: views taken of t before keep
-    the old memory and values, and a write through t no longer reaches them.  The graph tracks the
-    cast (its gradient passes through, cast back)."""
+    """``t.cast_(dtype)`` (paddle): t itself, holding its values as *dtype*.  To the dtype it already has,
+    nothing changes (a conversion to what a tensor is returns it as it is, as ``to`` does).  To another
+    dtype t leaves its old storage, as an element of another dtype cannot stay where it was: views taken
+    of t before keep the old memory and values, and a write through t no longer reaches them.  The graph
+    tracks the cast (its gradient passes through, cast back)."""
     from conformance.judge.model import Storage, Tensor
 
     tensor = _not_a_view(m, s.args[0], "cast_")
     dtype = s.fields["dtype"]
+    views = [named for named in m.env.values() if isinstance(named, Tensor) and named.base is tensor]
+    if tensor.dtype == dtype:
+        m.bind(s, tensor)
+        return
+    if tensor.dtype is None and views:
+        raise ValueError("cast_ of a tensor whose dtype the reference does not know (one made by an op, not a "
+                         "literal), with views of it: whether its memory moves is not modelled")
     value = np.asarray(tensor.value, dtype=np.float64).astype(dtype).astype(np.float64)
     old, shape = tensor.node, tensor.shape
     left = Tensor(tensor.storage, tensor.positions, tensor._node, kind=tensor.kind, start=tensor.start)
     left.history_for_views, left.dtype, left.signs = tensor.history_for_views, tensor.dtype, tensor.signs
-    for named in m.env.values():  # its views stay views of what it was, on the memory it leaves
-        if isinstance(named, Tensor) and named.base is tensor:
-            named.base = left
+    for named in views:  # its views stay views of what it was, on the memory it leaves
+        named.base = left
     tensor.storage = Storage(value.reshape(-1).copy())
     tensor.positions = np.arange(value.size).reshape(shape)
     tensor.start, tensor.signs, tensor.dtype = 0, None, dtype
@@ -443,8 +450,8 @@ def _cast_spell(w, s) -> None:
 
 
 register(Op(
-    "cast_", "t.cast_(dtype) (paddle): t itself, as dtype, in new memory: views taken before keep the old "
-    "memory; tracked.  torch has no cast_ (its users write t = t.to(dtype)).", args=("tensor",),
+    "cast_", "t.cast_(dtype) (paddle): t itself, as dtype; to another dtype, in new memory (views taken before "
+    "keep the old memory); tracked.  torch has no cast_ (its users write t = t.to(dtype)).", args=("tensor",),
     out="optional", fields={"dtype": Field("dtype", required=True, choices=CAST_DTYPES,
                                            doc="the dtype t is cast to")},
     run_reference=_cast_reference, run_spell=_cast_spell,
