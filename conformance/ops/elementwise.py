@@ -353,9 +353,11 @@ def _var_mean_reference(m, s) -> None:
     """The variance with Bessel's *correction* subtracted from the count, and the mean, along *dim* (all
     elements when absent), as two new tensors each tracking its own gradient: d var/dx = 2 (x - mean) /
     (n - correction), d mean/dx = 1 / n."""
+    from conformance.ops.views import _axis  # the views' dimension rule (imported here: registration order)
+
     dim, correction = s.fields["dim"], int(s.fields["correction"])
     source = m.tensor(s.args[0])
-    axis = None if dim is None else _axis_of(dim, len(source.shape))
+    axis = None if dim is None else _axis(dim, len(source.shape))
     count = source.value.size if axis is None else source.shape[axis]
     if count - correction <= 0:
         raise ValueError(f"a variance of {count} element(s) with correction {correction}: no degrees of freedom")
@@ -371,12 +373,6 @@ def _var_mean_reference(m, s) -> None:
         return x.mean(axis=axis), [lambda g: np.broadcast_to(expand(g) / count, x.shape)]
 
     m.bind(s, m.new(variance, s.args[0]), m.new(mean, s.args[0]))
-
-
-def _axis_of(dim: int, ndim: int) -> int:
-    if not -ndim <= dim < ndim:
-        raise ValueError(f"dimension {dim} is out of range for a tensor of {ndim} dimensions")
-    return dim % ndim
 
 
 def _var_mean_spell(w, s) -> None:
