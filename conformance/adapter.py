@@ -98,6 +98,9 @@ class Adapter:
     #: Ops whose backward reads other tensors in this framework than the op declares (``Op.saves``), by op
     #: name: a framework fact the scanner reasons with (tests/test_op_saves.py checks it against the framework).
     saves: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: In-place ops this framework implements no derivative for: a backward through one raises, whatever was
+    #: saved (tests/test_op_saves.py checks it against the framework); the scanner reasons with it.
+    no_backward: ClassVar[frozenset[str]] = frozenset()
     #: The tool that rewrites the programs before they run (a converter), or None when the harness's
     #: program runs as written.  Then a name the running program lacks is the tool's doing, a finding; only
     #: one the harness's own program lacks is a fault of the harness.

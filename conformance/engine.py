@@ -520,9 +520,7 @@ class Engine:
             "outcome": outcome,
             "details": details,
             "timings": {"cell_seconds": round(time.perf_counter() - started, 4),
-                        "run_seconds": _rounded(reply.get("run_seconds"), 4),
-                        "worker_import_seconds": _rounded(worker_info.get("import_seconds"), 2) if worker_info
-                        else None},
+                        "run_seconds": _rounded(reply.get("run_seconds"), 4)},
             "run_info": self._run_info_of(case, worker_info, device),
             **({"program": reply["kept"]} if isinstance(reply.get("kept"), dict) else {}),
         }

@@ -687,3 +687,168 @@ def test_an_index_assignment_that_repeats_a_position_allows_either_value_written
                          "- {op: tensor, out: v, value: [1.0, 2.0]}\n"
                          "- {op: setitem, args: [e, v], index: ':, 0'}\n"
                          "- {observe: value, of: x}")
+
+
+def test_the_rest_of_paddle_s_unary_table_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [0.5, 2.0, 1.25], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: getitem, args: [h], index: "0:1", out: a}
+- {op: atanh_, args: [a]}
+- {op: getitem, args: [h], index: "1:2", out: b}
+- {op: acosh_, args: [b]}
+- {op: getitem, args: [h], index: "2:3", out: c}
+- {op: frac_, args: [c]}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: y, value: [1.0, 0.5], requires_grad: true}
+- {op: lgamma, args: [y], out: lg}
+- {op: digamma, args: [y], out: dg}
+- {op: tan, args: [y], out: tn}
+- {observe: value, of: lg}
+- {observe: value, of: dg}
+- {observe: value, of: tn}
+- {op: sum, args: [lg], out: s}
+- {op: backward, args: [s]}
+- {observe: grad, of: y}
+""")
+    # atanh(1/2) = ln 3 / 2, acosh(2) = ln(2 + sqrt 3), frac(1.25) = 0.25
+    np.testing.assert_allclose(obs["value(h)"], [np.log(3.0) / 2, np.log(2 + np.sqrt(3.0)), 0.25])
+    # 1 / (1 - x^2) = 4/3, 1 / sqrt(x^2 - 1) = 1 / sqrt 3, frac's slope 1
+    np.testing.assert_allclose(obs["grad(x)"], [4 / 3, 1 / np.sqrt(3.0), 1.0])
+    # lgamma(1) = 0, lgamma(1/2) = ln sqrt(pi); digamma(1) = -gamma, digamma(1/2) = -gamma - 2 ln 2
+    np.testing.assert_allclose(obs["value(lg)"], [0.0, 0.5 * np.log(np.pi)], atol=1e-15)
+    np.testing.assert_allclose(obs["value(dg)"], [-0.5772156649015329, -0.5772156649015329 - 2 * np.log(2.0)])
+    np.testing.assert_allclose(obs["value(tn)"], [1.5574077246549023, 0.5463024898437905])
+    np.testing.assert_allclose(obs["grad(y)"], [-0.5772156649015329, -0.5772156649015329 - 2 * np.log(2.0)])
+
+
+def test_in_place_comparisons_and_the_logical_and_bitwise_negations_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: b, value: [2.0, 2.0, 2.0]}
+- {op: tensor, out: p, value: [1.0, 2.0, 3.0]}
+- {op: le_, args: [p, b]}
+- {observe: value, of: p, name: le}
+- {op: tensor, out: q, value: [1.0, 2.0, 3.0]}
+- {op: ge_, args: [q, b]}
+- {observe: value, of: q, name: ge}
+- {op: tensor, out: r, value: [1.0, 2.0, 3.0]}
+- {op: eq_, args: [r, b]}
+- {observe: value, of: r, name: eq}
+- {op: tensor, out: t, value: [1.0, 2.0, 3.0]}
+- {op: ne_, args: [t, b]}
+- {observe: value, of: t, name: ne}
+- {op: tensor, out: u, value: [1.0, 2.0, 3.0]}
+- {op: lt_, args: [u, b]}
+- {observe: value, of: u, name: lt}
+- {op: tensor, out: v, value: [0.0, 3.0, -1.0]}
+- {op: logical_not_, args: [v]}
+- {observe: value, of: v, name: not_v}
+- {op: tensor, out: w, value: [0.0, 3.0, -1.0]}
+- {op: tensor, out: z, value: [1.0, 5.0, 0.0]}
+- {op: logical_xor_, args: [w, z]}
+- {observe: value, of: w, name: w_xor_z}
+- {op: tensor, out: i, value: [0, 5, -3], dtype: int32}
+- {op: bitwise_not_, args: [i]}
+- {observe: value, of: i, name: not_i}
+- {op: tensor, out: j, value: [4, 6, 0], dtype: int32}
+- {op: tensor, out: k, value: [6, 10, 7], dtype: int32}
+- {op: lcm_, args: [j, k]}
+- {observe: value, of: j, name: lcm}
+""")
+    np.testing.assert_allclose(obs["le"], [1.0, 1.0, 0.0])
+    np.testing.assert_allclose(obs["ge"], [0.0, 1.0, 1.0])
+    np.testing.assert_allclose(obs["eq"], [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(obs["ne"], [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(obs["lt"], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(obs["not_v"], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(obs["w_xor_z"], [1.0, 0.0, 1.0])  # exactly one of the two non-zero
+    np.testing.assert_allclose(obs["not_i"], [-1.0, -6.0, 2.0])  # ~n = -n - 1
+    np.testing.assert_allclose(obs["lcm"], [12.0, 30.0, 0.0])  # lcm(0, 7) = 0
+
+
+def test_hypot_cumprod_addmm_and_thresholded_relu_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [3.0, 5.0], requires_grad: true}
+- {op: tensor, out: y, value: [4.0, 12.0], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: hypot_, args: [h, y]}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x, name: hypot_gx}
+- {observe: grad, of: y, name: hypot_gy}
+- {op: tensor, out: c, value: [[2.0, 3.0, 0.5], [1.0, 0.0, 4.0]], requires_grad: true}
+- {op: mul, args: [c, 1.0], out: k}
+- {op: cumprod_, args: [k], dim: 1}
+- {observe: value, of: k}
+- {op: sum, args: [k], out: loss2}
+- {op: backward, args: [loss2]}
+- {observe: grad, of: c}
+- {op: tensor, out: t, value: [[1.0, 1.0], [1.0, 1.0]], requires_grad: true}
+- {op: tensor, out: m1, value: [[1.0, 2.0], [3.0, 4.0]], requires_grad: true}
+- {op: tensor, out: m2, value: [[0.0, 1.0], [1.0, 0.0]]}
+- {op: mul, args: [t, 1.0], out: s}
+- {op: addmm_, args: [s, m1, m2], beta: 0.5, alpha: 2.0}
+- {observe: value, of: s}
+- {op: sum, args: [s], out: loss3}
+- {op: backward, args: [loss3]}
+- {observe: grad, of: t}
+- {observe: grad, of: m1}
+- {op: tensor, out: r, value: [0.5, 1.0, 2.5, -3.0]}
+- {op: thresholded_relu_, args: [r], threshold: 1.0}
+- {observe: value, of: r}
+""")
+    np.testing.assert_allclose(obs["value(h)"], [5.0, 13.0])
+    np.testing.assert_allclose(obs["hypot_gx"], [3 / 5, 5 / 13])
+    np.testing.assert_allclose(obs["hypot_gy"], [4 / 5, 12 / 13])
+    np.testing.assert_allclose(obs["value(k)"], [[2.0, 6.0, 3.0], [1.0, 0.0, 0.0]])
+    # row 1: d/dc0 = 1 + 3 + 3 * 0.5, d/dc1 = 2 + 2 * 0.5, d/dc2 = 6; row 2 (a zero): 1 + 0 + 0, 1 + 4, 0
+    np.testing.assert_allclose(obs["grad(c)"], [[5.5, 3.0, 6.0], [1.0, 5.0, 0.0]])
+    # 0.5 * 1 + 2 * [[2, 1], [4, 3]]
+    np.testing.assert_allclose(obs["value(s)"], [[4.5, 2.5], [8.5, 6.5]])
+    np.testing.assert_allclose(obs["grad(t)"], [[0.5, 0.5], [0.5, 0.5]])
+    np.testing.assert_allclose(obs["grad(m1)"], [[2.0, 2.0], [2.0, 2.0]])  # alpha * ones @ m2.T
+    np.testing.assert_allclose(obs["value(r)"], [0.0, 0.0, 2.5, 0.0])  # kept only above the threshold
+
+
+def test_polygamma_mvlgamma_and_ldexp_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 0.5], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: polygamma_, args: [h], n: 1}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: y, value: [2.5], requires_grad: true}
+- {op: mul, args: [y, 1.0], out: k}
+- {op: mvlgamma_, args: [k], p: 2}
+- {observe: value, of: k}
+- {op: tensor, out: z, value: [1.5, -3.0, 0.25], requires_grad: true}
+- {op: tensor, out: e, value: [2, -1, 3], dtype: int32}
+- {op: mul, args: [z, 1.0], out: m}
+- {op: ldexp_, args: [m, e]}
+- {observe: value, of: m}
+- {op: sum, args: [m], out: loss2}
+- {op: backward, args: [loss2]}
+- {observe: grad, of: z}
+""")
+    zeta3 = 1.2020569031595942
+    np.testing.assert_allclose(obs["value(h)"], [np.pi ** 2 / 6, np.pi ** 2 / 2])  # trigamma(1), trigamma(1/2)
+    np.testing.assert_allclose(obs["grad(x)"], [-2 * zeta3, -14 * zeta3])  # tetragamma at the same points
+    np.testing.assert_allclose(obs["value(k)"], [0.5 * np.log(np.pi) + np.log(0.75 * np.sqrt(np.pi))])
+    np.testing.assert_allclose(obs["value(m)"], [6.0, -1.5, 2.0])  # 1.5 * 4, -3 / 2, 0.25 * 8
+    np.testing.assert_allclose(obs["grad(z)"], [4.0, 0.5, 8.0])
+
+
+def test_addmm_and_polygamma_fields_are_checked(write_case) -> None:
+    from conformance.case.load import CaseError
+
+    for step in ("{op: addmm_, args: [a, a, a], beta: .nan}", "{op: polygamma_, args: [a], n: 2}",
+                 "{op: mvlgamma_, args: [a], p: 0}"):
+        with pytest.raises(CaseError):
+            load_case(write_case(f"id: t_case\ntitle: t\nsteps:\n  - {{op: tensor, out: a, value: [[1.0]]}}\n"
+                                 f"  - {step}\n"))

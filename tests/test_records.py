@@ -121,14 +121,59 @@ def test_small_arrays_stay_and_long_text_is_cut() -> None:
     small = {"name": "v", "value": [[1.0, 2.0]] * 32, "reference": [[1.0, 2.0]] * 32}  # 64 elements
     record = Record.from_dict(raw(observations=[small], message="m" * 100_000,
                                   exception={"type": "E", "message": "x" * 50_000},
-                                  warnings=[{"category": "W", "message": "w" * 9000}] * 100))
+                                  warnings=[{"category": "W", "message": f"{i} " + "w" * 9000} for i in range(100)]))
     written = record.to_dict()["details"]
     assert written["observations"][0]["value"] == small["value"]
-    for text in (written["message"], written["exception"]["message"], written["warnings"][0]["message"]):
+    for text in (written["message"], written["warnings"][0]["message"]):
         assert len(text) <= MAX_TEXT and "…[cut: " in text
+    assert len(written["exception"]["message"]) <= MAX_TEXT and "characters cut]" in written["exception"]["message"]
     assert "[cut: 100000 characters in all]" in written["message"]
     assert len(written["warnings"]) == 64 and written["warnings_omitted"] == 36
     assert Record.from_dict(record.to_dict()).to_dict() == record.to_dict()  # caps applied twice: no change
+
+
+def test_the_stored_form_leaves_out_what_the_record_repeats_and_reading_puts_it_back() -> None:
+    """records/storage.py: a warning raised 40 times at one step is stored once with its count, an
+    observation's kind where its name says it, float32 values at float32's shortest spelling, the case file
+    where topic and id give it; reading puts them back."""
+    from conformance.records.storage import compact
+
+    value32 = float(np.float32(1.7847977))  # 1.7847976684570312 as float64
+    observations = [{"name": "value(y)", "kind": "value", "judged_by": "reference", "dtype": "float32",
+                     "value": [value32, 2.0], "reference": [1.7847977445187577, 2.0], "ok": True,
+                     "max_rel_error": 2.417504348069889e-08},
+                    {"name": "v1", "kind": "version", "value": 1},
+                    {"name": "grad(x)", "kind": "grad", "judged_by": "expected", "value": 3.0}]
+    spam = {"category": "UserWarning", "message": "machinery", "step": 8, "why": "not about the case"}
+    record = Record.from_dict({**raw(observations=observations, ignored_warnings=[spam] * 40),
+                               "topic": "saved", "case_file": "cases/saved/c.yaml"})
+    written = record.to_dict()
+    stored = written["details"]
+    assert stored["ignored_warnings"] == [{**spam, "times": 40}]
+    assert "case_file" not in written
+    first, version, grad = stored["observations"]
+    assert "kind" not in first and first["value"] == [1.7847977, 2.0]
+    assert first["max_rel_error"] == 2.418e-08 and first["reference"] == [1.78479774452, 2.0]  # 12 figures
+    assert version["kind"] == "version" and "kind" not in grad and grad["judged_by"] == "expected"
+    assert np.float32(first["value"][0]) == np.float32(value32)  # the same float32
+    back = Record.from_dict(written)
+    assert back.case_file == "cases/saved/c.yaml"
+    assert [o.get("kind") for o in back.details["observations"]] == ["value", "version", "grad"]
+    assert back.to_dict() == written and compact(stored) == stored  # stored twice: no change
+
+
+def test_an_exception_message_is_stored_without_the_machine_s_paths_and_its_long_middle() -> None:
+    from conformance.records.storage import MAX_MESSAGE
+
+    message = ('In transformed code:\n    File "/dev/shm/conformance-programs-4017-paddle-po6d/lt_.py", line 13\n'
+               '    File "/work/x/.tox/paddle331/lib/python3.11/site-packages/paddle/base/wrapped.py", line 50\n'
+               + "traceback " * 400 + "ValueError: the useful end")
+    written = Record.from_dict(raw(exception={"type": "ValueError", "message": message})).to_dict()
+    stored = written["details"]["exception"]["message"]
+    assert 'File "lt_.py", line 13' in stored and 'File "<site-packages>/paddle/base/wrapped.py"' in stored
+    assert len(stored) <= MAX_MESSAGE + 40 and "characters cut]" in stored
+    assert stored.endswith("ValueError: the useful end")
+    assert Record.from_dict(written).to_dict() == written
 
 
 def test_many_observations_keep_the_wrong_ones() -> None:

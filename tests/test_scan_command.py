@@ -66,6 +66,48 @@ def test_a_port_compares_the_two_frameworks_and_says_what_paconvert_does(tmp_pat
     assert "port from torch" not in run.stderr
 
 
+TWICE = textwrap.dedent("""\
+    import paddle
+
+    x = paddle.to_tensor([0.3, 0.5], stop_gradient=False)
+    y = x * 2
+    y.tan_()
+    y.tan_()
+    y.sum().backward()
+    """)
+
+
+def test_a_save_only_the_target_framework_makes_is_found_in_a_port_and_not_in_an_audit(tmp_path: Path) -> None:
+    """paddle's in-place tan_ copies its input, torch's saves its result: `y.tan_(); y.tan_()` is right in
+    paddle and raises in torch, so a port of this paddle code to torch reports it and an audit does not."""
+    (tmp_path / "model.py").write_text(TWICE)
+    audit = scan(tmp_path, "model.py")
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    port = scan(tmp_path, "model.py", "--to", "torch")
+    assert port.returncode == 1, port.stdout + port.stderr
+    first = port.stdout.splitlines()[0]
+    assert first.startswith("model.py:6:1: IC101 y.tan_()") and "(tan_twice_continuous)" in first, first
+    assert "saved it in torch (its output, line 5)" in first
+    assert "raises at backward" in port.stdout and "write instead (torch)" in port.stdout
+
+
+def test_an_in_place_comparison_read_through_an_earlier_view_is_found_in_paddle(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(textwrap.dedent("""\
+        import paddle
+
+        x = paddle.to_tensor([1.0, 2.0, 0.0, 3.0])
+        y = paddle.to_tensor([2.0, 0.0, 2.0, 2.0])
+        v = x[1:]
+        x.less_than_(y)
+        print(v)
+        """))
+    run = scan(tmp_path, "model.py")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.startswith("model.py:6:1: IC105 x.less_than_(y)")
+    assert "(lt_inplace_seen_by_an_earlier_view)" in run.stdout and "gives a wrong result" in run.stdout
+    assert "write instead (paddle)" in run.stdout
+
+
 def test_the_safe_spelling_gives_nothing_and_exit_0(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text(SAFE)
     for question in ((), ("--to", "paddle")):

@@ -271,6 +271,17 @@ SNIPPETS = {
         x = torch.tensor([[0.0, 1.875, 0.0, 2.0]], dtype=torch.float64)
         w = x.view(torch.float64)
         """),
+    "IC125": ("""
+        a = torch.tensor([0.3, 0.5], requires_grad=True)
+        b = a ** 2
+        b.asinh_()
+        b.sum().backward()
+        """, """
+        a = torch.tensor([0.3, 0.5], requires_grad=True)
+        b = a ** 2
+        b = torch.asinh(b)        # out of place: torch has its derivative
+        b.sum().backward()
+        """),
 }
 
 
@@ -562,6 +573,21 @@ def test_numpy_arithmetic_and_a_deep_copy_of_a_dict_are_not_tensors(catalogue: C
         w = torch.ones(3, requires_grad=True)
         w2 = copy.deepcopy(w)
         w2[0] = [1.0]
+        """)
+
+
+def test_numpy_s_own_copying_array_of_a_tensor_is_no_copying_conversion(catalogue: Catalogue) -> None:
+    """Found scanning the reproducers `conformance show` prints: NumPy's `np.array(t, copy=True)` leaves the
+    graph by design; only the frameworks' `to(..., copy=True)` is the conversion IC119 is about."""
+    for header in (TORCH, PADDLE):
+        assert "IC119" not in codes(catalogue, """
+            def values(value):
+                return np.array(value, copy=True)
+            """, header)
+    assert "IC119" in codes(catalogue, """
+        x = torch.tensor([1.0], requires_grad=True)
+        a = np.array(x.detach(), copy=True)
+        z = x.to(torch.float32, copy=True)
         """)
 
 

@@ -20,7 +20,9 @@ class PaddleAdapter(Adapter):
     root = "paddle"
     # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
     # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
-    method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_", "gt_": "greater_than_"}
+    method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_", "gt_": "greater_than_",
+                    "lt_": "less_than_", "le_": "less_equal_", "ge_": "greater_equal_", "eq_": "equal_",
+                    "ne_": "not_equal_", "mvlgamma_": "multigammaln_"}
     # Paddle's documented names for these functions (paddle.multiply(x, y, out=...)); paddle.mul and
     # paddle.sub are the torch-style aliases of 3.x.
     out_functions = {"mul": "multiply", "sub": "subtract"}
@@ -77,8 +79,11 @@ class PaddleAdapter(Adapter):
                               "promised (torch documents conj() as \"a view with flipped conjugate bit\")"),
     }
     # paddle's elu and silu kernels read their input and their output, its selu its output, and its in-place
-    # leaky_relu_ nothing it overwrote (torch: elu, selu and silu their input, leaky_relu_ its result)
-    saves = {"elu": ("input", "output"), "selu": ("output",), "leaky_relu_": (), "silu": ("input", "output")}
+    # leaky_relu_ nothing it overwrote (torch: elu, selu and silu their input, leaky_relu_ its result); its tan
+    # reads its input (torch: its output), and its in-place tan_ a copy of the input it overwrote (torch checks
+    # its output)
+    saves = {"elu": ("input", "output"), "selu": ("output",), "leaky_relu_": (), "silu": ("input", "output"),
+             "tan": ("input",), "tan_": ()}
     modes = {"to_static": "paddle.jit.to_static with its defaults",
              "to_static_full_graph": "paddle.jit.to_static(full_graph=True): the whole function as one static graph"}
 

@@ -19,6 +19,9 @@ __all__ = ["TorchAdapter"]
 class TorchAdapter(Adapter):
     name = "torch"
     import_name = "torch"
+    # "the derivative for 'inplace version of asinh' is not implemented" (torch's derivatives.yaml has no
+    # in-place formula for these three; paddle's copy their input and compute)
+    no_backward = frozenset({"asinh_", "acosh_", "atanh_"})
     distributions = ("torch",)
     root = "torch"
     reserved_names = ("torch", "nn", "F")

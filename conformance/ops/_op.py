@@ -79,7 +79,8 @@ class Op:
     takes_complex: bool = False
     #: What its backward reads, so that a later in-place write to it is one the framework must notice:
     #: ``input`` (the first argument), ``inputs`` (every tensor argument), ``operands`` (each tensor
-    #: argument, when another argument is a tensor that requires grad: a product), ``output``.  What the
+    #: argument, when another argument is a tensor that requires grad: a product), ``others`` (every tensor
+    #: argument but the first), ``output``.  What the
     #: reference cannot tell (it computes from values as they were): declared, as the frameworks save by
     #: default, and checked against torch and paddle (tests/test_op_saves.py); a framework that saves
     #: otherwise says so in its adapter (``Adapter.saves``).  The scanner reasons with it.

@@ -13,6 +13,7 @@ import numpy as np
 
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
+from conformance.ops.special import bessel_i1, digamma, lgamma, trigamma
 
 Array = np.ndarray
 
@@ -107,6 +108,26 @@ UNARY_MORE = (
     Unary("hardswish", lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
           lambda x, y: np.where(x < -3.0, 0.0, np.where(x > 3.0, 1.0, (2.0 * x + 3.0) / 6.0)), activation=True,
           saves="input"),
+    # the rest of paddle's test_inplace.py table (TestDygraphInplaceAsinh ... TestDygraphInplaceI0); each
+    # backward reads its input, tan's (torch) its output; torch has no derivative for its in-place asinh_,
+    # acosh_ and atanh_ at all (a backward through them raises NotImplementedError)
+    Unary("asinh", np.arcsinh, lambda x, y: 1.0 / np.sqrt(x * x + 1.0), saves="input"),
+    Unary("acos", np.arccos, lambda x, y: -1.0 / np.sqrt(1.0 - x * x), domain=lambda x: 0.9 * np.tanh(x),
+          fuzz=_NO_DOMAIN, saves="input"),
+    Unary("acosh", np.arccosh, lambda x, y: 1.0 / np.sqrt(x * x - 1.0), domain=lambda x: np.abs(x) + 1.25,
+          fuzz=_NO_DOMAIN, saves="input"),
+    Unary("atan", np.arctan, lambda x, y: 1.0 / (1.0 + x * x), saves="input"),
+    Unary("atanh", np.arctanh, lambda x, y: 1.0 / (1.0 - x * x), domain=lambda x: 0.9 * np.tanh(x),
+          fuzz=_NO_DOMAIN, saves="input"),
+    Unary("cosh", np.cosh, lambda x, y: np.sinh(x), saves="input"),
+    Unary("tan", np.tan, lambda x, y: 1.0 + y * y, domain=lambda x: 1.2 * np.tanh(x),
+          fuzz="has poles at odd multiples of pi/2, where the fuzzer's values may fall: its infinities would be "
+               "judged, not the in-place semantics", saves="output"),
+    Unary("trunc", np.trunc, lambda x, y: np.zeros_like(x), domain=_OFF_STEPS),
+    Unary("frac", lambda x: x - np.trunc(x), lambda x, y: np.ones_like(x), domain=_OFF_STEPS),
+    Unary("i0", np.i0, lambda x, y: bessel_i1(x), saves="input"),
+    Unary("lgamma", lgamma, lambda x, y: digamma(x), domain=_POSITIVE, fuzz=_NO_DOMAIN, saves="input"),
+    Unary("digamma", digamma, lambda x, y: trigamma(x), domain=_POSITIVE, fuzz=_NO_DOMAIN, saves="input"),
 )
 
 

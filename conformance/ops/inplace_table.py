@@ -17,6 +17,7 @@ import numpy as np
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
 from conformance.ops.elementwise import BINARY, _matmul_fuzz
+from conformance.ops.special import mvdigamma, mvlgamma, polygamma
 from conformance.ops.views import _axis, _integer_dim
 from conformance.ops.writes import _check_mask, _mask
 
@@ -132,6 +133,154 @@ register(Op(
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "copysign_", s.args[1])),
     fuzz=lambda d: (lambda x: None if x is None else (lambda y: None if y is None else {"args": [x, y]})(
         d.tensor(d.shape(x))))(d.pick("tensor")),
+))
+
+
+# -- hypot_ ----------------------------------------------------------------------------------------------
+
+
+def hypot(x: Array, y: Array):
+    """sqrt(x^2 + y^2); d/dx = x / h, d/dy = y / h (0 where both are 0)."""
+    value = np.hypot(x, y)
+    safe = np.where(value != 0, value, 1.0)
+    return value, [lambda g: g * np.where(value != 0, x / safe, 0.0),
+                   lambda g: g * np.where(value != 0, y / safe, 0.0)]
+
+
+register(Op(
+    "hypot_", "t.hypot_(other): sqrt(t^2 + other^2) in place (its backward reads what it wrote and other).",
+    args=("tensor", "tensor"), out="optional", run_reference=_in_place(lambda s: hypot),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "hypot_", s.args[1])),
+    fuzz=lambda d: (lambda x: None if x is None else (lambda y: None if y is None else {"args": [x, y]})(
+        d.tensor(d.shape(x))))(d.pick("tensor")), saves=("operands",),
+))
+
+
+# -- addmm_: t = beta * t + alpha * (a @ b) ---------------------------------------------------------------
+
+
+def added_product(beta: float, alpha: float) -> Callable:
+    def fn(t: Array, a: Array, b: Array):
+        return beta * t + alpha * (a @ b), [lambda g: beta * g, lambda g: alpha * g @ b.T, lambda g: alpha * a.T @ g]
+    return fn
+
+
+def _addmm_check(data, scope, fail) -> None:
+    for name in ("beta", "alpha"):
+        value = data.get(name, 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise fail(f"{name} must be a finite number, not {value!r}")
+
+
+def _addmm_spell(w, s) -> None:
+    scale = "".join(f", {name}={w.literal(s.fields[name])}" for name in ("beta", "alpha") if name in s.fields)
+    w.emit(w.bind(s) + w.method(s.args[0], "addmm_", f"{s.args[1]}, {s.args[2]}{scale}"))
+
+
+register(Op(
+    "addmm_", "t.addmm_(a, b, beta=, alpha=): beta * t + alpha * (a @ b) written into t, a and b matrices (both "
+    "frameworks take beta and alpha by keyword; its backward reads a and b).", args=("tensor", "tensor", "tensor"), out="optional",
+    fields={"beta": Field("number", default=1.0, doc="the factor of t"),
+            "alpha": Field("number", default=1.0, doc="the factor of a @ b")},
+    check=_addmm_check, saves=("others",),
+    run_reference=_in_place(lambda s: added_product(float(s.fields.get("beta", 1.0)),
+                                                    float(s.fields.get("alpha", 1.0)))),
+    run_spell=_addmm_spell,
+    fuzz="takes two matrices whose inner dimensions agree and a third of their product's shape: the fuzzer "
+         "draws no such triple",
+))
+
+
+# -- thresholded_relu_ (paddle's; torch has none) ------------------------------------------------------------
+
+
+def thresholded(threshold: float) -> Callable:
+    def fn(x: Array):
+        keep = x > threshold
+        return np.where(keep, x, 0.0), [lambda g: np.where(keep, g, 0.0)]
+    return fn
+
+
+def _thresholded_relu_spell(w, s) -> None:
+    w.a.resolve("F.thresholded_relu_")  # torch has none: Unsupported
+    w.emit(w.bind(s) + f"F.thresholded_relu_({s.args[0]}, threshold={w.literal(s.fields['threshold'])})")
+
+
+register(Op(
+    "thresholded_relu_", "F.thresholded_relu_(t, threshold): t where t > threshold, else 0, in place (paddle's; "
+    "torch has no thresholded_relu, its users write F.threshold_).", args=("tensor",), out="optional",
+    fields={"threshold": Field("number", default=1.0, doc="elements at or below it become 0")},
+    run_reference=_in_place(lambda s: thresholded(float(s.fields.get("threshold", 1.0)))),
+    run_spell=_thresholded_relu_spell,
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x], "threshold": d.choice((0.0, 1.0))})(
+        d.pick("tensor")),
+))
+
+
+# -- polygamma_ and mvlgamma_: special functions with an order (paddle's TestDygraphInplacePolygamma, ...Mutilgammaln)
+
+
+def polygamma_of(n: int) -> Callable:
+    value, slope = polygamma(n)
+
+    def fn(x: Array):
+        return value(x), [lambda g: g * slope(x)]
+    return fn
+
+
+def _polygamma_check(data, scope, fail) -> None:
+    if data.get("n") not in (0, 1) or isinstance(data.get("n"), bool):
+        raise fail(f"n must be 0 or 1 (the orders the reference computes), not {data.get('n')!r}")
+
+
+register(Op(
+    "polygamma_", "t.polygamma_(n): the n-th derivative of digamma, in place (both frameworks take n first).",
+    args=("tensor",), out="optional", fields={"n": Field("number", required=True, doc="the order: 0 or 1")},
+    check=_polygamma_check, saves=("input",),
+    run_reference=_in_place(lambda s: polygamma_of(int(s.fields["n"]))),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "polygamma_", str(int(s.fields["n"])))),
+    fuzz="defined for positive values only, and the fuzzer's values are not kept there",
+))
+
+
+def multivariate_lgamma(p: int) -> Callable:
+    def fn(x: Array):
+        return mvlgamma(x, p), [lambda g: g * mvdigamma(x, p)]
+    return fn
+
+
+def _mvlgamma_check(data, scope, fail) -> None:
+    p = data.get("p")
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 16:
+        raise fail(f"p must be a whole number from 1 to 16, not {p!r}")
+
+
+register(Op(
+    "mvlgamma_", "t.mvlgamma_(p): the multivariate log-gamma function of dimension p, in place (paddle: "
+    "multigammaln_); every element must exceed (p - 1) / 2.", args=("tensor",), out="optional",
+    fields={"p": Field("number", required=True, doc="the dimension, a whole number")}, check=_mvlgamma_check,
+    saves=("input",), run_reference=_in_place(lambda s: multivariate_lgamma(int(s.fields["p"]))),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "mvlgamma_", str(int(s.fields["p"])))),
+    fuzz="defined above (p - 1) / 2 only, and the fuzzer's values are not kept there",
+))
+
+
+# -- ldexp_: t * 2 ** other, other an integer tensor -------------------------------------------------------
+
+
+def ldexp(x: Array, y: Array):
+    """x * 2^y; y holds whole numbers (an int tensor: paddle refuses a float one), so nothing flows to it."""
+    if not np.all(y == np.round(y)):
+        raise ValueError("ldexp_'s exponent must hold whole numbers: make it a tensor of an int dtype")
+    scale = np.power(2.0, y)
+    return x * scale, [lambda g: g * scale, lambda g: np.zeros(np.broadcast_shapes(x.shape, y.shape))]
+
+
+register(Op(
+    "ldexp_", "t.ldexp_(other): t * 2 ** other in place, other an integer tensor.", args=("tensor", "tensor"),
+    out="optional", run_reference=_in_place(lambda s: ldexp),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "ldexp_", s.args[1])),
+    fuzz="takes an integer exponent tensor; the fuzzer draws float ones",
 ))
 
 
@@ -384,6 +533,38 @@ register(Op(
 ))
 
 
+def cumulative_product(axis: int) -> Callable:
+    """Running products along *axis*; the gradient of y_i = x_0 ... x_i to x_j (j <= i) is the product of
+    the others, computed without dividing by x_j (a zero in x is no special case)."""
+    def fn(x: Array):
+        moved = np.moveaxis(x, axis, -1)
+        n = moved.shape[-1]
+
+        def back(g: Array) -> Array:
+            g_moved = np.moveaxis(g, axis, -1)
+            out = np.zeros_like(moved)
+            for j in range(n):
+                for i in range(j, n):
+                    others = np.prod(np.delete(moved[..., :i + 1], j, axis=-1), axis=-1)
+                    out[..., j] += g_moved[..., i] * others
+            return np.moveaxis(out, -1, axis)
+        return np.cumprod(x, axis=axis), [back]
+    return fn
+
+
+def _cumprod_of(m, s) -> Callable:
+    return cumulative_product(_axis(int(s.fields["dim"]), len(m.tensor(s.args[0]).shape)))
+
+
+register(Op(
+    "cumprod_", "t.cumprod_(dim): running products along dim, in place (its backward reads what it wrote).", args=("tensor",), out="optional",
+    fields={"dim": Field("number", required=True, doc="the dimension multiplied along (torch dim, paddle dim)")},
+    check=_integer_dim, fuzz=_cumsum_fuzz, saves=("output",),
+    run_reference=lambda m, s: (lambda fn: _in_place(lambda _: fn)(m, s))(_cumprod_of(m, s)),
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "cumprod_", str(s.fields["dim"]))),
+))
+
+
 # -- index_fill_: whole slices along a dimension set to a number (paddle's TestDygraphInplaceIndexFill) ------
 
 
@@ -623,7 +804,7 @@ register(Op(
 # -- integer in-place ops: gcd_ and the bitwise ones (paddle's TestDygraphInplaceGcd, ...Bitwise*) ---------
 
 #: name -> what it computes on whole numbers
-INTEGER_IN_PLACE = {"gcd_": np.gcd, "bitwise_and_": np.bitwise_and, "bitwise_or_": np.bitwise_or,
+INTEGER_IN_PLACE = {"gcd_": np.gcd, "lcm_": np.lcm, "bitwise_and_": np.bitwise_and, "bitwise_or_": np.bitwise_or,
                     "bitwise_xor_": np.bitwise_xor}
 
 
@@ -646,3 +827,21 @@ for _name, _fn in INTEGER_IN_PLACE.items():
         run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, s.args[1])))(_name),
         fuzz="takes integer tensors; the fuzzer draws float ones",
     ))
+
+
+def _bitwise_not_reference(m, s) -> None:
+    def invert(x: Array):
+        if not np.all(x == np.round(x)):
+            raise ValueError("an integer op on values that are not whole numbers: make the tensor of an int dtype")
+        return np.invert(x.astype(np.int64)).astype(np.float64), [lambda g: np.zeros_like(x)]
+    tensor = m.tensor(s.args[0])
+    m.inplace(tensor, invert)
+    m.bind(s, tensor)
+
+
+register(Op(
+    "bitwise_not_", "t.bitwise_not_(): every bit of the integer tensor t flipped (-t - 1), in place.",
+    args=("tensor",), out="optional", run_reference=_bitwise_not_reference,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "bitwise_not_")),
+    fuzz="takes integer tensors; the fuzzer draws float ones",
+))

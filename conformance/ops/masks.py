@@ -13,7 +13,8 @@ from conformance.ops._op import Op
 from conformance.ops._registry import register
 
 #: comparison -> (Python operator, NumPy function)
-COMPARISONS = {"eq": ("==", np.equal), "ne": ("!=", np.not_equal), "gt": (">", np.greater), "lt": ("<", np.less)}
+COMPARISONS = {"eq": ("==", np.equal), "ne": ("!=", np.not_equal), "gt": (">", np.greater), "lt": ("<", np.less),
+               "le": ("<=", np.less_equal), "ge": (">=", np.greater_equal)}
 
 _NOT_FUZZED_MASK = ("makes a bool tensor: the fuzzer's draws do not track dtypes, and would use it as a "
                     "float operand (or a float tensor as a mask)")
@@ -40,7 +41,7 @@ for _name, (_symbol, _fn) in COMPARISONS.items():
 def _mask(m, name: str) -> np.ndarray:
     mask = m.tensor(name)
     if mask.storage.data.dtype != np.bool_:
-        raise ValueError(f"{name!r} is not a bool tensor: index with a mask made by a comparison (eq, ne, gt, lt)")
+        raise ValueError(f"{name!r} is not a bool tensor: index with a mask made by a comparison (eq, ne, gt, lt, le, ge)")
     return mask.value
 
 
@@ -122,13 +123,14 @@ def _compare_in_place_reference(fn):
     return reference
 
 
-register(Op(
-    "gt_", "t.gt_(other): 1 where t > other, else 0, written into t in place (paddle: greater_than_, which "
-    "makes t a bool tensor).", args=("tensor", "operand"), out="optional",
-    run_reference=_compare_in_place_reference(np.greater),
-    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "gt_", w.arg(s, 1))),
-    fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
-))
+for _name, (_symbol, _fn) in COMPARISONS.items():
+    register(Op(
+        _name + "_", f"t.{_name}_(other): 1 where t {_symbol} other, else 0, written into t in place (paddle spells "
+        "it with its own name, greater_than_ for gt_, and writes a bool tensor into t).", args=("tensor", "operand"),
+        out="optional", run_reference=_compare_in_place_reference(_fn),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, w.arg(s, 1))))(_name + "_"),
+        fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
+    ))
 
 
 register(Op(
@@ -139,7 +141,7 @@ register(Op(
 ))
 
 #: in-place logical ops: name -> the NumPy function
-LOGICAL_IN_PLACE = {"logical_and_": np.logical_and, "logical_or_": np.logical_or}
+LOGICAL_IN_PLACE = {"logical_and_": np.logical_and, "logical_or_": np.logical_or, "logical_xor_": np.logical_xor}
 
 for _name, _fn in LOGICAL_IN_PLACE.items():
     register(Op(
@@ -149,3 +151,20 @@ for _name, _fn in LOGICAL_IN_PLACE.items():
         run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, w.arg(s, 1))))(_name),
         fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
     ))
+
+
+def _logical_not_reference(m, s) -> None:
+    def negate(x):
+        return np.logical_not(x).astype(np.float64), [lambda g: np.zeros_like(g)]
+    tensor = m.tensor(s.args[0])
+    m.inplace(tensor, negate)
+    m.bind(s, tensor)
+
+
+register(Op(
+    "logical_not_", "t.logical_not_(): 1 where t is zero, else 0, written into t in place, t keeping its dtype as "
+    "torch documents in-place ops (paddle writes bool into t).", args=("tensor",), out="optional",
+    run_reference=_logical_not_reference,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "logical_not_")),
+    fuzz="changes the tensor's dtype in paddle (to bool): the fuzzer's draws do not track dtypes",
+))

@@ -216,23 +216,31 @@ class Record:
         run_info = dict(raw.get("run_info") or {})
         if build is not None:
             run_info.setdefault("build", build)
+        from conformance.records.storage import expand, expand_case_file
+
         return cls(case=raw["case"], framework=raw["framework"], framework_version=version,
-                   device=raw["device"], outcome=raw["outcome"], case_file=raw.get("case_file"),
+                   device=raw["device"], outcome=raw["outcome"], case_file=expand_case_file(raw),
                    case_digest=raw.get("case_digest"), topic=raw.get("topic"), title=raw.get("title"), mode=mode,
-                   details=dict(raw.get("details") or {}), timings=dict(raw.get("timings") or {}),
+                   details=expand(raw.get("details") or {}), timings=dict(raw.get("timings") or {}),
                    run_info=run_info,
                    extra={k: v for k, v in raw.items() if k not in _FIELDS})
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form written to a results file, bounded: large arrays summarised, long text cut."""
+        """The JSON form written to a results file, bounded (large arrays summarised, long text cut) and in
+        its stored form (``records/storage.py``: what the record repeats left out, put back on reading)."""
         from conformance.records.bounds import bound_details, bound_strings
+        from conformance.records.storage import compact, compact_case_file
 
         digest = {} if self.case_digest is None else {"case_digest": self.case_digest}  # older records lack it
-        return {**self.extra, "case": self.case, "case_file": self.case_file, **digest, "topic": self.topic,
+        case_file = compact_case_file(self.case_file, self.case, self.topic)
+        where = {} if case_file is None and self.case_file is not None else {"case_file": case_file}
+        # how long the worker took to import its framework is the run's, not the cell's
+        timings = {k: v for k, v in self.timings.items() if k != "worker_import_seconds"}
+        return {**self.extra, "case": self.case, **where, **digest, "topic": self.topic,
                 "title": bound_strings(self.title), "framework": self.framework,
                 "framework_version": self.framework_version, "device": self.device, "mode": self.mode,
-                "outcome": self.outcome, "details": bound_details(self.details),
-                "timings": dict(self.timings), "run_info": bound_strings(dict(self.run_info))}
+                "outcome": self.outcome, "details": bound_details(compact(self.details)),
+                "timings": timings, "run_info": bound_strings(dict(self.run_info))}
 
     @property
     def column(self) -> Column:

@@ -83,6 +83,7 @@ def build_data(cases: Sequence[Any], records: Iterable[Any], programs: Mapping[A
     converters = converter_frameworks(records)
     languages = sorted(name for name, cls in adapters.items() if not getattr(cls, "converter", None))
     framework_saves = {name: dict(getattr(adapters[name], "saves", {})) for name in languages}
+    no_backward = {name: frozenset(getattr(adapters[name], "no_backward", ())) for name in languages}
 
     cells: dict[str, dict[str, dict[str, str]]] = {}
     versions: dict[str, set[str]] = {}
@@ -133,7 +134,7 @@ def build_data(cases: Sequence[Any], records: Iterable[Any], programs: Mapping[A
                             "converter": fw in converters}
                        for fw in ordered},
         "spellings": spellings(programs.values(), steps_of),
-        "ops": op_facts(cases, OPS, framework_saves),
+        "ops": op_facts(cases, OPS, framework_saves, no_backward),
         "modules": module_facts(MODULE_KINDS, ACTIVATIONS, framework_saves),
         "cases": case_data,
     }

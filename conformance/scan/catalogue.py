@@ -221,7 +221,9 @@ class Catalogue:
         return f"PaConvert {text}"
 
     def remedy_lines(self, case_id: str, framework: str, limit: int = 3) -> tuple[str, list[str]] | None:
-        """The remedy of *case_id* and its lines that the case's program does not have, in *framework*."""
+        """The remedy of *case_id* and its lines that the case's program does not have, in *framework*; where
+        the remedy has the same lines in another order (a view taken after the write, not before), its lines
+        from the first that moved."""
         case = self.cases[case_id]
         hazard = case.programs.get(framework, "")
         for remedy in case.remedy:
@@ -229,10 +231,14 @@ class Catalogue:
             program = safe.programs.get(framework) if safe else None
             if not program:
                 continue
-            theirs = {_shape(line) for line in _user_lines(hazard)}
-            added = [line.strip() for line in _user_lines(program) if _shape(line) not in theirs]
+            theirs = [_shape(line) for line in _user_lines(hazard)]
+            mine = _user_lines(program)
+            added = [line.strip() for line in mine if _shape(line) not in set(theirs)]
             if added:
                 return remedy, added[:limit]
+            moved = next((i for i, line in enumerate(mine) if i >= len(theirs) or _shape(line) != theirs[i]), None)
+            if moved is not None:
+                return remedy, [line.strip() for line in mine[moved:moved + limit]]
         return None
 
 

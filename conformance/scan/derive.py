@@ -131,14 +131,14 @@ def _shared(all_fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 # -- memory effects, from the reference ---------------------------------------------------------------
 
 
-def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapping[str, Mapping[str, tuple]]
-             ) -> dict[str, dict[str, Any]]:
+def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapping[str, Mapping[str, tuple]],
+             no_backward: Mapping[str, frozenset[str]] | None = None) -> dict[str, dict[str, Any]]:
     """op -> ``returns`` (how a result relates to the arguments), ``writes`` (which arguments' memory a step
     wrote; ``relayout``: which it made look at other memory or in another order), ``tracked`` (whether such a
     write, of a tensor that requires grad in grad mode, gave it a history), ``keeps_grad`` (whether a result
     of a tensor requiring grad requires it), ``overlaps`` (whether a view it returned holds one element of
     memory more than once: an in-place write into it writes one place several times), ``fields`` (in order, and whether required), ``rebinds``,
-    ``binds`` and ``saves`` per framework."""
+    ``binds`` and ``saves`` per framework; ``no_backward``: the frameworks with no derivative for it."""
     from conformance.judge.reference import machine
 
     observed: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
@@ -164,6 +164,7 @@ def op_facts(cases: Iterable[Any], ops: Mapping[str, Any], framework_saves: Mapp
             "many": op.out == "many",
             "saves": {framework: list(overrides.get(name, op.saves)) for framework, overrides in
                       sorted(framework_saves.items())},
+            "no_backward": sorted(fw for fw, names in (no_backward or {}).items() if name in names),
         }
     return facts
 

@@ -86,6 +86,8 @@ class Effects:
             self._use("retain_grad", first, node)
             return Value(kind="object")
         out_value = kw_values.get("out")
+        if facts.no_backward:  # a write no derivative follows in these frameworks
+            fields = {**fields, "no_backward": ",".join(facts.no_backward)}
         writes = set(facts.write_roles) | set(facts.relayout)
         for role in sorted(writes):
             target = out_value if role == "into" else positional(args, role)
@@ -107,6 +109,11 @@ class Effects:
             result.given = tuple(sorted(set(facts.options_given(len(args) - 1))
                                         | {k for k in keywords if k in named and dict(facts.fields).get(k) is False}))
         self._save_roles(facts.saved(self.framework), op, node, args, result)
+        own = set(facts.saved(self.framework))
+        for other, roles in sorted(facts.saves.items()):
+            extra = tuple(role for role in roles if role not in own)
+            if other != self.framework and extra:
+                self._save_roles(extra, op, node, args, result, elsewhere=(other,))
         return result
 
     def _uses(self, op: str, first: Value | None, node: ast.AST, fields: Mapping[str, Any], args: list[Any]) -> None:
@@ -252,9 +259,10 @@ class Effects:
                                    leaf=value.is_leaf_requiring_grad(), view=value.through_view is not None,
                                    from_parameters=any(key != -1 for v in value.chain() for key in (v.history or {}))))
 
-    def _save_roles(self, roles: Sequence[str], op: str, node: ast.AST, args: Sequence[Any], result: Any) -> None:
+    def _save_roles(self, roles: Sequence[str], op: str, node: ast.AST, args: Sequence[Any], result: Any,
+                    elsewhere: tuple[str, ...] = ()) -> None:
         """What the op's backward reads is saved, when it records history (grad on, an input that may
-        require grad)."""
+        require grad); *elsewhere*: the other frameworks whose op saves it, where the code's own does not."""
         if not self.state.grad_enabled or not roles:
             return
         tensors = [a for a in args if isinstance(a, Value) and not a.constant and a.kind == "tensor"]
@@ -267,6 +275,8 @@ class Effects:
                 saved = tensors[:1]
             elif role == "inputs":
                 saved = tensors
+            elif role == "others":  # every tensor argument but the first (addmm_'s matrices)
+                saved = tensors[1:]
             elif role == "operands":  # each operand, when another operand (by position) may require grad
                 saved = [a for i, a in enumerate(tensors)
                          if any(j != i and b.requires_grad is not False for j, b in enumerate(tensors))]
@@ -274,7 +284,8 @@ class Effects:
                 saved = []
             for value in saved:
                 memory_of(value).saved.append(Saved(op, "output" if role == "output" else "input", node, self.time,
-                                                  self.generation, result if isinstance(result, Value) else None))
+                                                  self.generation, result if isinstance(result, Value) else None,
+                                                  elsewhere))
 
     def _parameters_change(self, node: ast.AST, optimizer: Value | None, changed: Iterable[Value] = (),
                            by: str = "hand") -> None:

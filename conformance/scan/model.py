@@ -28,6 +28,9 @@ class Saved:
     generation: int
     #: the op's result: the saved tensor matters only where a backward can reach it (``Value.live``)
     result: "Value | None" = None
+    #: the frameworks whose op saves it where the code's own does not (torch's ``tan_`` saves its result,
+    #: paddle's a copy of its input): what the code meets once ported there
+    elsewhere: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)

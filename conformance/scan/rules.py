@@ -105,9 +105,12 @@ def _reads_elsewhere(trace: Trace, write: Write, *, same_object: bool) -> list:
     return found
 
 
-def _live(write: Write) -> Saved | None:
-    """The latest save of the written memory whose op's result a backward can reach (``Value.live``)."""
-    for saved in reversed(write.saved):
+def _live(write: Write, elsewhere_too: bool = False) -> Saved | None:
+    """The latest save of the written memory whose op's result a backward can reach (``Value.live``): by the
+    code's own framework, else (*elsewhere_too*) by another framework's op only."""
+    own = [saved for saved in write.saved if not saved.elsewhere]
+    foreign = [saved for saved in write.saved if saved.elsewhere] if elsewhere_too else []
+    for saved in (*reversed(own), *reversed(foreign)):
         if saved.result is None or saved.result.live:
             return saved
     return None
@@ -128,20 +131,26 @@ def _link_between(a: Value, b: Value) -> Value | None:
 class SavedTensorWrite(Rule):
     code = "IC101"
     title = "an in-place write to a tensor an op saved for its backward"
-    decisive = ("rebinds", "role")
+    # saved_in: only another framework's op saves it (a finding of a port there), never taken for one that
+    # the code's own framework saves
+    decisive = ("rebinds", "role", "saved_in")
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for write in trace.writes:
             if _path(write) or write.target.kind == "array":
                 continue
-            saved = _live(write)
+            saved = _live(write, elsewhere_too=True)
             if saved is None:
                 continue
             facets = (("rebinds", str(write.rebinds)), ("role", saved.role), ("via", _via(write.target)),
                       ("writer", _writer(write)), ("saver", saved.op), ("grad", _grad(write)))
+            where = ""
+            if saved.elsewhere:
+                facets += (("saved_in", ",".join(saved.elsewhere)),)
+                where = f" in {', '.join(saved.elsewhere)}"
             yield Sighting(self.code, write.node, facets,
-                           f"{_named(write)} is written in place after `{saved.op}` saved it (its {saved.role}, "
-                           f"line {saved.node.lineno}) for backward")
+                           f"{_named(write)} is written in place after `{saved.op}` saved it{where} (its "
+                           f"{saved.role}, line {saved.node.lineno}) for backward")
 
 
 @rule
@@ -506,7 +515,8 @@ class CopyingConversion(Rule):
 
     def find(self, trace: Trace) -> Iterable[Sighting]:
         for use in trace.uses:
-            if use.fields.get("copy") is True and use.requires_grad is not False and use.grad_enabled:
+            if (use.op == "to" and use.fields.get("copy") is True and use.requires_grad is not False
+                    and use.grad_enabled):  # NumPy's np.array(t, copy=True) leaves the graph by design
                 yield Sighting(self.code, use.node, (("copy", "True"),),
                                "a copying conversion of a tensor that requires grad")
 
@@ -648,3 +658,19 @@ def _made_as_float32(call: ast.Call) -> bool:
     if name in ("tensor", "to_tensor", "as_tensor") and call.args:
         return any(isinstance(n, ast.Constant) and isinstance(n.value, float) for n in ast.walk(call.args[0]))
     return False
+
+
+@rule
+class InPlaceWithoutDerivative(Rule):
+    code = "IC125"
+    title = "an in-place op some framework has no derivative for, on a tensor that requires grad"
+    decisive = ("lacks",)
+
+    def find(self, trace: Trace) -> Iterable[Sighting]:
+        for write in trace.writes:
+            lacks = write.fields.get("no_backward")
+            if not lacks or not write.grad_enabled or write.requires_grad is False:
+                continue
+            yield Sighting(self.code, write.node, (("lacks", str(lacks)), ("writer", _writer(write))),
+                           f"`{_writer(write)}` in place on a tensor that requires grad: {lacks} implements no "
+                           f"derivative for it, so a backward through it raises there")

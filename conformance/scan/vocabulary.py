@@ -42,6 +42,8 @@ class OpFacts:
     observed: bool = True
     #: the op's fields in order, each with whether a step must give it
     fields: tuple[tuple[str, bool], ...] = ()
+    #: the frameworks that implement no derivative for it (a backward through it raises there)
+    no_backward: tuple[str, ...] = ()
 
     @classmethod
     def from_data(cls, name: str, data: Mapping[str, Any]) -> "OpFacts":
@@ -52,7 +54,8 @@ class OpFacts:
                    block=bool(data.get("block")), many=bool(data.get("many")), saves={fw: tuple(v) for fw, v in (data.get("saves") or {}).items()},
                    tracked=frozenset(data.get("tracked", ())),
                    fields=tuple((str(n), bool(r)) for n, r in data.get("fields", ())),
-                   observed=bool(data.get("observed", True)))
+                   observed=bool(data.get("observed", True)),
+                   no_backward=tuple(data.get("no_backward", ())))
 
     @property
     def untracked_writer(self) -> bool:
