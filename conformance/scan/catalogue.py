@@ -233,7 +233,8 @@ class Catalogue:
                 continue
             theirs = [_shape(line) for line in _user_lines(hazard)]
             mine = _user_lines(program)
-            added = [line.strip() for line in mine if _shape(line) not in set(theirs)]
+            known = set(theirs)
+            added = [line.strip() for line in mine if _shape(line) not in known]
             if added:
                 return remedy, added[:limit]
             moved = next((i for i, line in enumerate(mine) if i >= len(theirs) or _shape(line) != theirs[i]), None)
