@@ -809,13 +809,13 @@ INTEGER_IN_PLACE = {"gcd_": np.gcd, "lcm_": np.lcm, "bitwise_and_": np.bitwise_a
 
 
 def integer_op(fn: Callable) -> Callable:
-    """On integer tensors, whose values the reference holds exactly as float64; no gradient (an integer
-    tensor never requires grad)."""
-    def op(x: Array, y: Array):
-        if not (np.all(x == np.round(x)) and np.all(y == np.round(y))):
+    """On integer tensors (one or two), whose values the reference holds exactly as float64; no gradient (an
+    integer tensor never requires grad)."""
+    def op(*tensors: Array):
+        if not all(np.all(t == np.round(t)) for t in tensors):
             raise ValueError("an integer op on values that are not whole numbers: make the tensors of an int dtype")
-        value = fn(x.astype(np.int64), y.astype(np.int64)).astype(np.float64)
-        return value, [lambda g: np.zeros_like(x), lambda g: np.zeros_like(y)]
+        value = fn(*(t.astype(np.int64) for t in tensors)).astype(np.float64)
+        return value, [(lambda t: lambda g: np.zeros_like(t))(t) for t in tensors]
     return op
 
 
@@ -829,19 +829,9 @@ for _name, _fn in INTEGER_IN_PLACE.items():
     ))
 
 
-def _bitwise_not_reference(m, s) -> None:
-    def invert(x: Array):
-        if not np.all(x == np.round(x)):
-            raise ValueError("an integer op on values that are not whole numbers: make the tensor of an int dtype")
-        return np.invert(x.astype(np.int64)).astype(np.float64), [lambda g: np.zeros_like(x)]
-    tensor = m.tensor(s.args[0])
-    m.inplace(tensor, invert)
-    m.bind(s, tensor)
-
-
 register(Op(
     "bitwise_not_", "t.bitwise_not_(): every bit of the integer tensor t flipped (-t - 1), in place.",
-    args=("tensor",), out="optional", run_reference=_bitwise_not_reference,
+    args=("tensor",), out="optional", run_reference=_in_place(lambda s: integer_op(np.invert)),
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "bitwise_not_")),
     fuzz="takes integer tensors; the fuzzer draws float ones",
 ))
