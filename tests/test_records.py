@@ -13,7 +13,7 @@ import pytest
 from conformance.records.bounds import MAX_TEXT
 from conformance.records.explain import explain
 from conformance.records.record import Column, Record, RecordError, version_key
-from conformance.records.results import ResultsError, append_record, load_records, read_records
+from conformance.records.results import ResultsError, ResultsFile, append_record, load_records, read_records
 
 from .committed import committed_results
 
@@ -39,16 +39,20 @@ def test_every_committed_record_loads_and_round_trips(path: Path) -> None:
     records = load_records([path])
     assert records
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    runs = {line["run"]: line["run_info"] for line in lines if "case" not in line}
+    runs = {line["run"]: line for line in lines if "case" not in line}
     assert runs, "a committed results file holds its runs' information in run lines"
+    assert all(set(run["column"]) == {"framework", "framework_version", "device", "mode"} for run in runs.values())
     record_lines = [line for line in lines if "case" in line]
-    assert len(record_lines) == len(records) and all("run_info" not in line for line in record_lines)
+    assert len(record_lines) == len(records)
+    assert not any({"run_info", "framework", "framework_version", "mode"} & set(line) for line in record_lines)
     for line, record in zip(record_lines, records):
-        assert record.mode == line.get("mode", "eager")  # a record written before modes existed is eager
-        assert record.run_info == runs[line["run"]]
+        run = runs[line["run"]]
+        assert {"framework": record.framework, "framework_version": record.framework_version,
+                "device": record.device, "mode": record.mode} == run["column"]
+        assert record.run_info == run["run_info"]
         again = Record.from_dict(record.to_dict())
         assert again == record
-        expected = {**{k: v for k, v in line.items() if k != "run"}, "mode": record.mode, "run_info": runs[line["run"]]}
+        expected = {**run["column"], **{k: v for k, v in line.items() if k != "run"}, "run_info": run["run_info"]}
         assert record.to_dict() == expected  # written bounded: reading changes nothing
 
 
@@ -160,6 +164,48 @@ def test_the_stored_form_leaves_out_what_the_record_repeats_and_reading_puts_it_
     assert back.case_file == "cases/saved/c.yaml"
     assert [o.get("kind") for o in back.details["observations"]] == ["value", "version", "grad"]
     assert back.to_dict() == written and compact(stored) == stored  # stored twice: no change
+
+
+def test_a_judged_observation_at_the_usual_tolerance_is_stored_as_one_word() -> None:
+    """A float32 value judged by the reference at atol 1e-6 / rtol 1e-5 is stored as ``judged: usual`` (and
+    ``usual, exact`` without error); any other tolerance, judge or error is written out, and reading puts
+    every field back."""
+    from conformance.records.storage import compact, expand
+
+    base = {"name": "value(y)", "dtype": "float32", "value": [1.0], "reference": [1.0], "ok": True,
+            "judged_by": "reference", "atol": 1e-06, "rtol": 1e-05}
+    exact = {**base, "max_abs_error": 0.0, "max_rel_error": 0.0}
+    close = {**base, "max_abs_error": 2e-07, "max_rel_error": 0.0}
+    loose = {**exact, "atol": 1e-03}
+    expected = {**exact, "judged_by": "expected"}
+    wide = {**exact, "dtype": "float64"}
+    stored = compact({"observations": [exact, close, loose, expected, wide]})["observations"]
+    assert stored[0] == {"name": "value(y)", "dtype": "float32", "value": [1.0], "reference": [1.0], "ok": True,
+                         "judged": "usual, exact"}
+    assert stored[1]["judged"] == "usual" and stored[1]["max_abs_error"] == 2e-07 and "atol" not in stored[1]
+    assert [("judged" in o) for o in stored[2:]] == [False, False, False]  # written out as they are
+    back = expand({"observations": stored})["observations"]
+    assert back[:2] == [{**exact, "kind": "value"}, {**close, "kind": "value"}]
+    assert compact({"observations": stored})["observations"] == stored  # stored twice: no change
+
+
+def test_a_results_file_holds_each_column_once_in_its_run_line(tmp_path: Path) -> None:
+    """The column (framework, version, device, mode) is written in the run line, not in each record; two
+    columns in one file have two run lines, and each record reads back in its own."""
+    path = tmp_path / "r.jsonl"
+    with ResultsFile(path) as results:
+        for case in ("a", "b"):
+            results.append(raw(case=case))
+            results.append({**raw(case=case), "framework": "paddle", "framework_version": "3.3.1",
+                            "mode": "to_static"})
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    runs = [line for line in lines if "case" not in line]
+    assert [run["column"]["framework"] for run in runs] == ["torch", "paddle"]
+    assert all("framework" not in line for line in lines if "case" in line)
+    records = load_records([path])
+    assert [(r.case, r.column) for r in records] == [
+        ("a", Column("torch", "2.13.0", "cpu")), ("a", Column("paddle", "3.3.1", "cpu", "to_static")),
+        ("b", Column("torch", "2.13.0", "cpu")), ("b", Column("paddle", "3.3.1", "cpu", "to_static"))]
 
 
 def test_an_exception_message_is_stored_without_the_machine_s_paths_and_its_long_middle() -> None:

@@ -56,7 +56,7 @@ def _kept(lines: list[bytes], catalogue: set[str], digests: dict[str, str]) -> l
     """The lines of a results file to keep: its run lines, and the records of cases in the catalogue, except a
     record of an earlier form of a case (another digest) that a record of the case as it is supersedes (a
     found case simplified again keeps its id: its old record would otherwise stay beside the new one)."""
-    parsed = [json.loads(line) for line in lines]
+    parsed = _with_columns([json.loads(line) for line in lines])
     current = {(r["case"], r.get("framework"), r.get("device"), r.get("mode")) for r in parsed
                if "case" in r and r.get("case_digest") == digests.get(r["case"])}
     kept = []
@@ -73,3 +73,16 @@ def _kept(lines: list[bytes], catalogue: set[str], digests: dict[str, str]) -> l
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def _with_columns(parsed: list[dict]) -> list[dict]:
+    """Each record with the column fields its run line holds for it (run lines as they are)."""
+    columns: dict[str, dict] = {}
+    out = []
+    for entry in parsed:
+        if "case" not in entry:
+            columns[entry.get("run")] = entry.get("column") or {}
+            out.append(entry)
+        else:
+            out.append({**columns.get(entry.get("run"), {}), **entry})
+    return out

@@ -8,10 +8,12 @@ is not a record (malformed, truncated, or JSON of another shape) is a
 or diff built on a silently shortened file states false facts.
 
 What a run ran on (``run_info``: host, OS, CPU, Python, NumPy, the framework's build, the cases'
-revision) is written once per run and file, as a *run line* ``{"run": ID, "run_info": {...}}`` (the
-ID a digest of the information) before the first record that refers to it by ``"run": ID``; a
-record read back carries its run's information again.  A record that holds its ``run_info`` itself
-(the form before run lines) is read as it is.
+revision) and the column its records fill (framework, version, device, mode) are written once per run,
+column and file, as a *run line* ``{"run": ID, "run_info": {...}, "column": {...}}`` (the ID a digest
+of both) before the first record that refers to it by ``"run": ID``; a record read back carries its
+run's information and its column again (a field the record holds itself wins).  A record that holds
+its ``run_info`` itself (the form before run lines), or a run line without ``column`` (the form before
+columns moved there), is read as it is.
 """
 
 from __future__ import annotations
@@ -58,10 +60,21 @@ def append_record(path: Path | str, record: Record | Mapping[str, Any]) -> None:
         results.append(record)
 
 
-def run_id(info: Mapping[str, Any]) -> str:
-    """The ID of a run line: a digest of the run's information (the same information, the same ID)."""
-    text = json.dumps(info, sort_keys=True, allow_nan=True, separators=(",", ":"))
+#: The fields of a record its run line holds for it: every record of a column shares them, and written in
+#: each record they would cost as much again with each of the catalogue's cases.
+COLUMN_FIELDS = ("framework", "framework_version", "device", "mode")
+
+
+def run_id(info: Mapping[str, Any], column: Mapping[str, Any] | None = None) -> str:
+    """The ID of a run line: a digest of the run's information and column (the same both, the same ID)."""
+    shared: Any = info if column is None else {"column": dict(column), "run_info": dict(info)}
+    text = json.dumps(shared, sort_keys=True, allow_nan=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def column_of(written: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a written record that its run line holds."""
+    return {key: written[key] for key in COLUMN_FIELDS if key in written}
 
 
 #: Records are written without spaces after separators: the committed columns are most of what the
@@ -69,15 +82,17 @@ def run_id(info: Mapping[str, Any]) -> str:
 _COMPACT = (",", ":")
 
 
-def run_line(info: Mapping[str, Any]) -> str:
-    return json.dumps({"run": run_id(info), "run_info": dict(info)}, sort_keys=True, allow_nan=True,
-                      separators=_COMPACT) + "\n"
+def run_line(written: Mapping[str, Any]) -> str:
+    """The run line a written record refers to: its run's information and its column."""
+    info, column = written.get("run_info") or {}, column_of(written)
+    return json.dumps({"run": run_id(info, column), "run_info": dict(info), "column": column}, sort_keys=True,
+                      allow_nan=True, separators=_COMPACT) + "\n"
 
 
 def record_line(written: Mapping[str, Any]) -> str:
-    """A record as its line: its run's information replaced by the run's ID."""
-    line = {k: v for k, v in written.items() if k != "run_info"}
-    line["run"] = run_id(written.get("run_info") or {})
+    """A record as its line: its run's information and its column replaced by the run line's ID."""
+    line = {k: v for k, v in written.items() if k != "run_info" and k not in COLUMN_FIELDS}
+    line["run"] = run_id(written.get("run_info") or {}, column_of(written))
     return json.dumps(line, sort_keys=True, allow_nan=True, separators=_COMPACT) + "\n"
 
 
@@ -95,9 +110,8 @@ class ResultsFile:
     def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
         """Write one record (after its run line, the first time); return it as written (bounded)."""
         written = as_record(record).to_dict()
-        info = written.get("run_info") or {}
-        ident = run_id(info)
-        text = ("" if ident in self._runs else run_line(info)) + record_line(written)
+        ident = run_id(written.get("run_info") or {}, column_of(written))
+        text = ("" if ident in self._runs else run_line(written)) + record_line(written)
         try:
             self._file.write(text.encode("utf-8"))
         except OSError as exc:
@@ -123,7 +137,7 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
         handle = open(path, "rb")
     except OSError as exc:
         raise ResultsError(path, 0, f"cannot read: {exc.strerror or exc}") from None
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, Any]] = {}  # run ID -> what its records share (run_info, column fields)
     with handle:
         handle.seek(start)
         offset, read = start, 0
@@ -139,18 +153,17 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
             try:
                 data = json.loads(raw.decode("utf-8"))
                 if _is_run_line(data):
-                    runs[data["run"]] = data["run_info"]
+                    runs[data["run"]] = _shared(data)
                     continue
                 if isinstance(data, dict) and isinstance(data.get("run"), str) and "run_info" not in data:
-                    info = runs.get(data["run"])
-                    if info is None and start > 0:  # its run line lies before the part asked for
+                    shared = runs.get(data["run"])
+                    if shared is None and start > 0:  # its run line lies before the part asked for
                         runs.update(_run_lines(path, start))
-                        info = runs.get(data["run"])
-                    if info is None:
+                        shared = runs.get(data["run"])
+                    if shared is None:
                         raise RecordError(f"the record refers to run {data['run']!r}, which no run line of the "
                                           f"file before it describes")
-                    data = {k: v for k, v in data.items() if k != "run"}
-                    data["run_info"] = info
+                    data = {**shared, **{k: v for k, v in data.items() if k != "run"}}
                 record = Record.from_dict(data)
             except UnicodeDecodeError:
                 problem = "not UTF-8 text"
@@ -172,6 +185,14 @@ def _is_run_line(data: Any) -> bool:
             and isinstance(data.get("run_info"), dict))
 
 
+def _shared(run: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run line gives each record that refers to it: the run's information and the column fields."""
+    column = run.get("column")
+    if column is not None and not isinstance(column, dict):
+        raise RecordError(f"the run line's column is a {type(column).__name__}, not an object")
+    return {**{k: v for k, v in (column or {}).items() if k in COLUMN_FIELDS}, "run_info": run["run_info"]}
+
+
 def _run_lines(path: Path, stop: int) -> dict[str, dict[str, Any]]:
     """The run lines of *path* before byte *stop*."""
     found: dict[str, dict[str, Any]] = {}
@@ -186,7 +207,7 @@ def _run_lines(path: Path, stop: int) -> dict[str, dict[str, Any]]:
                 except (UnicodeDecodeError, json.JSONDecodeError):
                     continue
                 if _is_run_line(data):
-                    found[data["run"]] = data["run_info"]
+                    found[data["run"]] = _shared(data)
     return found
 
 
@@ -229,10 +250,10 @@ def rewrite_results(path: Path | str) -> int:
     seen: set[str] = set()
     for data in read_records([path]):
         written = as_record(data).to_dict()
-        info = written.get("run_info") or {}
-        if run_id(info) not in seen:
-            seen.add(run_id(info))
-            lines.append(run_line(info))
+        ident = run_id(written.get("run_info") or {}, column_of(written))
+        if ident not in seen:
+            seen.add(ident)
+            lines.append(run_line(written))
         lines.append(record_line(written))
     write_file(path, "".join(lines))
     return sum(1 for line in lines if '"case"' in line)

@@ -15,7 +15,10 @@ puts it back when the record is read, so every reader sees the same :class:`~con
   environment's ``site-packages``), which say nothing about the framework and differ from machine to
   machine, and the middle of a message longer than :data:`MAX_MESSAGE` characters (a compiler's
   traceback: its head says where, its tail what; ``conformance show`` prints it whole);
-* the reference at twelve significant figures (it is judged in full before it is written).
+* the reference at twelve significant figures (it is judged in full before it is written);
+* what most judged observations share: judged by the reference at the usual tolerance of their dtype
+  (:data:`USUAL_TOLERANCE`), and often with no error at all, as ``"judged": "usual"`` or
+  ``"judged": "usual, exact"`` (a key no record of the full form has).
 
 Both are idempotent, and ``expand(compact(details)) == expand(details)`` up to the rounding and the
 paths above.
@@ -38,6 +41,12 @@ _SITE_PACKAGES = re.compile(r'(?<=File ")[^"\n]*?/site-packages/')
 _PROGRAM_FOLDER = re.compile(r'(?<=File ")[^"\n]*?/conformance-programs-[^/"\n]*/')
 _CUT = re.compile(r" …\[\d+ characters cut\]… ")
 _ERRORS = ("max_abs_error", "max_rel_error")
+
+#: dtype -> (atol, rtol): the tolerance most observations of the dtype are judged at (the judge's defaults
+#: when this form was made).  Frozen: a stored file is read back by it whatever the judge's defaults become.
+USUAL_TOLERANCE = {"float32": (1e-06, 1e-05), "float64": (1e-12, 1e-09)}
+_JUDGED = "judged"
+_USUAL, _EXACT = "usual", "usual, exact"
 _WARNINGS = ("warnings", "ignored_warnings")
 
 
@@ -81,6 +90,16 @@ def _compact_observation(observation: Any) -> Any:
     for key in _ERRORS:
         if key in out:
             out[key] = _figures(out[key])
+    usual = USUAL_TOLERANCE.get(out.get("dtype"))  # type: ignore[arg-type]
+    if (_JUDGED not in out and out.get("judged_by") == "reference" and usual is not None
+            and (out.get("atol"), out.get("rtol")) == usual):
+        for key in ("judged_by", "atol", "rtol"):
+            del out[key]
+        exact = all(type(out.get(key)) is float and out[key] == 0.0 for key in _ERRORS)
+        if exact:
+            for key in _ERRORS:
+                del out[key]
+        out[_JUDGED] = _EXACT if exact else _USUAL
     return out
 
 
@@ -92,6 +111,12 @@ def _expand_observation(observation: Any) -> Any:
         named = _KIND.match(str(out.get("name", "")))
         if named:
             out["kind"] = named.group(1)
+    usual = USUAL_TOLERANCE.get(out.get("dtype"))  # type: ignore[arg-type]
+    if out.get(_JUDGED) in (_USUAL, _EXACT) and usual is not None:
+        out["judged_by"] = "reference"
+        out["atol"], out["rtol"] = usual
+        if out.pop(_JUDGED) == _EXACT:
+            out.update(dict.fromkeys(_ERRORS, 0.0))
     return out
 
 
