@@ -77,6 +77,19 @@ def test_a_value_within_the_spread_is_correct_and_one_beyond_it_is_wrong() -> No
     assert compare(observed, reference, Tolerance(1e-3, 0.0))["ok"]
 
 
+def test_a_value_that_is_not_finite_is_judged_against_a_spread_under_every_numpy() -> None:
+    """An infinity or NaN where the reference is finite is wrong, and the same special value where the
+    reference has it is right, with an allowance per element (NumPy 1.x's isclose refused the pair, so the
+    cell of a to_static program that dropped nan_to_num_'s write was an ``error``)."""
+    reference = np.array([1.0, 7.0, 9.0, -9.0, -4.0])
+    dropped = {"value": [1.0, np.nan, np.inf, -np.inf, -4.0], "dtype": "float32"}
+    judged = compare(dropped, reference, None, spread=[1e-7, 0.0, 1e-6, 2e-6, 5e-7])
+    assert not judged["ok"] and judged["max_abs_error"] == np.inf
+    special = np.array([1.0, np.nan, np.inf])
+    assert compare({"value": [1.0, np.nan, np.inf], "dtype": "float32"}, special, None, spread=[1e-7, 0, 0])["ok"]
+    assert not compare({"value": [1.0, np.nan, -np.inf], "dtype": "float32"}, special, None, spread=[0, 0, 0])["ok"]
+
+
 @pytest.mark.parametrize("framework", framework_params())
 @pytest.mark.parametrize("program", [SIN_OF_SQUARE, TANH_AT_FOUR], ids=["sin_of_square", "tanh_at_four"])
 def test_an_ill_conditioned_float32_value_is_not_a_finding(framework: str, program: str, write_case) -> None:

@@ -671,8 +671,8 @@ def test_batch_norm_momentum_is_checked(write_case) -> None:
 
 
 def test_an_index_assignment_that_repeats_a_position_allows_either_value_written_there(write_case) -> None:
-    """An advanced index names positions as index_put_ does; a basic index that overlaps itself (an expanded
-    view) still must give each location one value."""
+    """An advanced index names positions as index_put_ does, and so does a basic index into a view that
+    overlaps itself (an expanded tensor's rows share memory): a location given two values holds either."""
     path = write_case("id: t\ntitle: t\nsteps:\n"
                       "- {op: tensor, out: x, value: [5.0, 7.0, 9.0]}\n"
                       "- {op: tensor, out: v, value: [1.0, 2.0, 3.0]}\n"
@@ -681,12 +681,23 @@ def test_an_index_assignment_that_repeats_a_position_allows_either_value_written
     result = run_reference(load_case(path), partial=True)
     np.testing.assert_array_equal(result.observations["value(x)"][1:], [7.0, 3.0])
     assert result.any_of == {"value(x)": {0: [1.0, 2.0]}}
-    with pytest.raises(ReferenceFailure, match="depends on the order of the writes"):
-        _run(write_case, "- {op: tensor, out: x, value: [[5.0, 7.0]]}\n"
-                         "- {op: expand, args: [x], shape: [2, 2], out: e}\n"
-                         "- {op: tensor, out: v, value: [1.0, 2.0]}\n"
-                         "- {op: setitem, args: [e, v], index: ':, 0'}\n"
-                         "- {observe: value, of: x}")
+    expanded = write_case("id: t\ntitle: t\nsteps:\n"
+                          "- {op: tensor, out: x, value: [[5.0, 7.0]]}\n"
+                          "- {op: expand, args: [x], shape: [2, 2], out: e}\n"
+                          "- {op: tensor, out: v, value: [1.0, 2.0]}\n"
+                          "- {op: setitem, args: [e, v], index: ':, 0'}\n"
+                          "- {observe: value, of: x}\n")
+    result = run_reference(load_case(expanded), partial=True)
+    np.testing.assert_array_equal(result.observations["value(x)"][0, 1:], [7.0])  # written by neither row
+    assert result.any_of == {"value(x)": {0: [1.0, 2.0]}}  # x[0, 0]: row 0 wrote 1, row 1 wrote 2
+    same = write_case("id: t\ntitle: t\nsteps:\n"
+                      "- {op: tensor, out: x, value: [[5.0, 7.0]]}\n"
+                      "- {op: expand, args: [x], shape: [2, 2], out: e}\n"
+                      "- {op: setitem, args: [e, 4.0], index: ':, 0'}\n"
+                      "- {observe: value, of: x}\n")
+    result = run_reference(load_case(same), partial=True)  # one value, written twice: it is that value
+    np.testing.assert_array_equal(result.observations["value(x)"], [[4.0, 7.0]])
+    assert result.any_of == {}
 
 
 def test_the_rest_of_paddle_s_unary_table_in_place_by_hand(write_case) -> None:
@@ -847,8 +858,127 @@ def test_polygamma_mvlgamma_and_ldexp_in_place_by_hand(write_case) -> None:
 def test_addmm_and_polygamma_fields_are_checked(write_case) -> None:
     from conformance.case.load import CaseError
 
-    for step in ("{op: addmm_, args: [a, a, a], beta: .nan}", "{op: polygamma_, args: [a], n: 2}",
-                 "{op: mvlgamma_, args: [a], p: 0}"):
+    for step in ("{op: addmm_, args: [a, a, a], beta: .nan}", "{op: polygamma_, args: [a], n: 5}",
+                 "{op: polygamma_, args: [a], n: 1.5}", "{op: mvlgamma_, args: [a], p: 0}",
+                 "{op: nan_to_num_, args: [a], posinf: .inf}", "{op: nan_to_num_, args: [a], nan: .nan}",
+                 "{op: renorm_, args: [a], p: 0.5, dim: 0, maxnorm: 1.0}",
+                 "{op: renorm_, args: [a], p: 2.0, dim: 0, maxnorm: -1.0}",
+                 "{op: renorm_, args: [a], p: 2.0, dim: 0.5, maxnorm: 1.0}"):
         with pytest.raises(CaseError):
             load_case(write_case(f"id: t_case\ntitle: t\nsteps:\n  - {{op: tensor, out: a, value: [[1.0]]}}\n"
                                  f"  - {step}\n"))
+
+
+def test_nan_to_num_replaces_and_stops_the_gradient_there_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [0.5, .nan, .inf, -.inf, -2.0], requires_grad: true}
+- {op: mul, args: [x, 2.0], out: y}
+- {op: nan_to_num_, args: [y], nan: 7.0, posinf: 9.0, neginf: -9.0}
+- {observe: value, of: y}
+- {op: mul, args: [y, y], out: z}
+- {op: sum, args: [z], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: d, value: [.inf, -.inf, .nan, 1.5]}
+- {op: nan_to_num_, args: [d]}
+- {observe: value, of: d}
+- {op: tensor, out: w, value: [.inf, 1.0], dtype: float64}
+- {op: nan_to_num_, args: [w]}
+- {observe: value, of: w}
+""")
+    np.testing.assert_allclose(obs["value(y)"], [1.0, 7.0, 9.0, -9.0, -4.0])
+    np.testing.assert_allclose(obs["grad(x)"], [4.0, 0.0, 0.0, 0.0, -16.0])  # 2 * 2y where y was finite, else 0
+    float32_max = 3.4028234663852886e38  # (2 - 2^-23) * 2^127
+    np.testing.assert_allclose(obs["value(d)"], [float32_max, -float32_max, 0.0, 1.5])
+    np.testing.assert_allclose(obs["value(w)"], [1.7976931348623157e308, 1.0])  # float64's largest
+
+
+def test_nan_to_num_of_an_infinity_in_a_tensor_of_unknown_dtype_is_refused(write_case) -> None:
+    with pytest.raises(ReferenceFailure, match="does not know this tensor's dtype"):
+        _run(write_case, """
+- {op: tensor, out: x, value: [.inf, 1.0]}
+- {op: mul, args: [x, 2.0], out: y}
+- {op: nan_to_num_, args: [y]}
+- {observe: value, of: y}
+""")
+
+
+def test_renorm_scales_slices_over_the_bound_and_differentiates_the_norm_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: a, value: [[3.0, 0.5], [4.0, 0.5]], requires_grad: true}
+- {op: tensor, out: w, value: [[1.0, 2.0], [3.0, 4.0]]}
+- {op: mul, args: [a, 1.0], out: b}
+- {op: renorm_, args: [b], p: 2.0, dim: 1, maxnorm: 2.0}
+- {observe: value, of: b}
+- {op: mul, args: [b, w], out: c}
+- {op: sum, args: [c], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: a}
+- {op: tensor, out: r, value: [[1.0, -3.0], [0.5, 0.5]], requires_grad: true}
+- {op: mul, args: [r, 1.0], out: s}
+- {op: renorm_, args: [s], p: 1.0, dim: 0, maxnorm: 2.0}
+- {observe: value, of: s}
+- {op: sum, args: [s], out: loss2}
+- {op: backward, args: [loss2]}
+- {observe: grad, of: r}
+""")
+    # column [3, 4] has 2-norm 5 > 2: scaled by 2/5; column [0.5, 0.5] (norm 0.71) kept
+    np.testing.assert_allclose(obs["value(b)"], [[1.2, 0.5], [1.6, 0.5]])
+    # scaled column: (2/5) (g - (g . v) v / 25), g = [1, 3], v = [3, 4]: (2/5) [1 - 1.8, 3 - 2.4]
+    np.testing.assert_allclose(obs["grad(a)"], [[-0.32, 2.0], [0.24, 4.0]])
+    # row [1, -3] has 1-norm 4 > 2: halved; row [0.5, 0.5] (norm 1) kept
+    np.testing.assert_allclose(obs["value(s)"], [[0.5, -1.5], [0.5, 0.5]])
+    # halved row, g = [1, 1]: (2/4) (g - (g . v) sign(v) / 4) = 0.5 ([1, 1] - (-2) [1, -1] / 4) = [0.75, 0.25]
+    np.testing.assert_allclose(obs["grad(r)"], [[0.75, 0.25], [1.0, 1.0]])
+
+
+def test_polygamma_of_orders_two_to_four_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: x, value: [1.0, 0.5], requires_grad: true}
+- {op: mul, args: [x, 1.0], out: h}
+- {op: polygamma_, args: [h], n: 3}
+- {observe: value, of: h}
+- {op: sum, args: [h], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: y, value: [1.0]}
+- {op: polygamma_, args: [y], n: 2}
+- {observe: value, of: y}
+""")
+    zeta4, zeta5 = np.pi ** 4 / 90, 1.0369277551433699
+    # psi'''(x) = 6 zeta(4, x): 6 zeta(4) at 1, 6 * 15 zeta(4) at 1/2 (zeta(s, 1/2) = (2^s - 1) zeta(s))
+    np.testing.assert_allclose(obs["value(h)"], [6 * zeta4, 6 * 15 * zeta4])
+    np.testing.assert_allclose(obs["grad(x)"], [-24 * zeta5, -24 * 31 * zeta5])  # psi''''(x) = -24 zeta(5, x)
+    np.testing.assert_allclose(obs["value(y)"], [-2 * 1.2020569031595942])  # psi''(1) = -2 zeta(3)
+
+
+def test_the_incomplete_gamma_functions_in_place_by_hand(write_case) -> None:
+    obs = _run(write_case, """
+- {op: tensor, out: p, value: [1.0, 0.5, 1.0]}
+- {op: tensor, out: q, value: [1.0, 0.5, 1.0]}
+- {op: tensor, out: x, value: [1.0, 0.25, 0.0], requires_grad: true}
+- {op: igamma_, args: [p, x]}
+- {op: igammac_, args: [q, x]}
+- {observe: value, of: p}
+- {observe: value, of: q}
+- {op: sum, args: [p], out: loss}
+- {op: backward, args: [loss]}
+- {observe: grad, of: x}
+- {op: tensor, out: a, value: [1.0], requires_grad: true}
+- {op: tensor, out: z, value: [2.0]}
+- {op: mul, args: [a, 1.0], out: b}
+- {op: igamma_, args: [b, z]}
+- {op: sum, args: [b], out: loss2}
+- {op: backward, args: [loss2]}
+- {observe: grad, of: a}
+""")
+    # P(1, x) = 1 - e^-x; P(1/2, x) = erf(sqrt(x)), erf(1/2) = 0.5204998778...; P(a, 0) = 0
+    expected = np.array([1 - np.exp(-1.0), 0.5204998778130465, 0.0])
+    np.testing.assert_allclose(obs["value(p)"], expected, rtol=1e-12)
+    np.testing.assert_allclose(obs["value(q)"], 1 - expected, rtol=1e-12)
+    # dP/dx = x^(a-1) e^-x / Gamma(a): e^-1 at (1, 1); 2 e^(-1/4) / sqrt(pi) at (1/2, 1/4); 1 at (1, 0)
+    np.testing.assert_allclose(obs["grad(x)"], [np.exp(-1.0), 2 * np.exp(-0.25) / np.sqrt(np.pi), 1.0], rtol=1e-12)
+    # dP/da at a = 1: the integral of ln t e^-t from 0 to x, less P(1, x) psi(1), is
+    # -e^-x ln x - E1(x) - gamma e^-x; at x = 2 with E1(2) = 0.04890051070806112 (A&S table 5.1)
+    e1, euler = 0.04890051070806112, 0.5772156649015329
+    np.testing.assert_allclose(obs["grad(a)"], [-np.exp(-2.0) * np.log(2.0) - e1 - euler * np.exp(-2.0)], rtol=1e-8)

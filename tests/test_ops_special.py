@@ -60,3 +60,18 @@ def test_the_multivariate_lgamma_is_a_sum_of_lgammas() -> None:
     # its slope: digamma(2.5) + digamma(2) = (2 - gamma - 2 ln 2 + 2/3) + (1 - gamma)
     np.testing.assert_allclose(mvdigamma(np.array([2.5]), 2),
                                [2 + 2 / 3 - 2 * math.log(2.0) + 1 - 2 * EULER_GAMMA], rtol=1e-14)
+
+
+def test_higher_polygamma_orders_agree_with_trigamma_tetragamma_and_closed_forms() -> None:
+    """psi^(n) from the Hurwitz zeta function against the series of trigamma and tetragamma, and at 1 and
+    1/2 against n! zeta(n + 1) and n! (2^(n+1) - 1) zeta(n + 1) with the signs (-1)^(n+1)."""
+    from conformance.ops.special import polygamma, tetragamma
+
+    x = np.array([0.3, 1.0, 2.5, 7.0, 30.0])
+    np.testing.assert_allclose(polygamma(1)[0](x), trigamma(x), rtol=1e-13)
+    np.testing.assert_allclose(polygamma(2)[0](x), tetragamma(x), rtol=1e-13)
+    zeta = {4: np.pi ** 4 / 90, 5: 1.0369277551433699, 6: np.pi ** 6 / 945}
+    for n in (3, 4, 5):
+        value = polygamma(n - 1)[1](np.array([1.0, 0.5]))  # psi^(n) as the slope of psi^(n-1)
+        signed = (-1) ** (n + 1) * math.factorial(n) * zeta[n + 1]
+        np.testing.assert_allclose(value, [signed, signed * (2 ** (n + 1) - 1)], rtol=1e-12)

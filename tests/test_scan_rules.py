@@ -648,3 +648,28 @@ def test_a_wider_dtype_view_is_seen_only_of_a_tensor_made_narrower(catalogue: Ca
         w = x.view(2, 4)
         """):
         assert "IC124" not in codes(catalogue, quiet)
+
+
+def test_a_view_made_after_a_relayout_shares_the_new_memory(catalogue: Catalogue) -> None:
+    """cast_ (like resize_ and set_) moves a tensor to other memory: a view taken before it still looks at the
+    old memory (IC105, ``after: relayout``), one taken after looks at the new, as the base does (``after:
+    none``), so the safe order is not mistaken for the hazard."""
+    def after(body: str) -> list[str]:
+        reading = read_source(PADDLE + textwrap.dedent(body), "snippet.py", catalogue.vocabulary)
+        return [dict(s.facets)["after"] for s in reading.sightings
+                if s.code == "IC105" and dict(s.facets)["writer"] == "setitem"]
+
+    assert after("""
+        x = paddle.to_tensor([1.7, -2.5, 3.9, -0.5])
+        v = x[2:]
+        x.cast_('int32')
+        x[3] = 7
+        print(v)
+        """) == ["relayout"]
+    assert after("""
+        x = paddle.to_tensor([1.7, -2.5, 3.9, -0.5])
+        x.cast_('int32')
+        v = x[2:]
+        x[3] = 7
+        print(v)
+        """) == ["none"]

@@ -18,11 +18,15 @@ class PaddleAdapter(Adapter):
     import_name = "paddle"
     distributions = ("paddlepaddle", "paddlepaddle-gpu")
     root = "paddle"
-    # Paddle's own names for these in-place methods, present in every 2.x and 3.x release;
+    # Paddle's own names for these in-place methods (a release without one: the cell is unsupported);
     # the torch-style aliases (mul_, sub_, div_) appeared only in 3.x.
     method_names = {"mul_": "multiply_", "sub_": "subtract_", "div_": "divide_", "gt_": "greater_than_",
                     "lt_": "less_than_", "le_": "less_equal_", "ge_": "greater_equal_", "eq_": "equal_",
-                    "ne_": "not_equal_", "mvlgamma_": "multigammaln_"}
+                    "ne_": "not_equal_", "mvlgamma_": "multigammaln_", "igamma_": "gammainc_",
+                    "igammac_": "gammaincc_"}
+    # gammainc_ and gammaincc_ leave the gradient of the tensor they write unwritten ("The current MetaTensor
+    # is not initialized" at backward): only the other operand is differentiated.
+    no_backward = frozenset({"igamma_", "igammac_"})
     # Paddle's documented names for these functions (paddle.multiply(x, y, out=...)); paddle.mul and
     # paddle.sub are the torch-style aliases of 3.x.
     out_functions = {"mul": "multiply", "sub": "subtract"}

@@ -20,8 +20,9 @@ class TorchAdapter(Adapter):
     name = "torch"
     import_name = "torch"
     # "the derivative for 'inplace version of asinh' is not implemented" (torch's derivatives.yaml has no
-    # in-place formula for these three; paddle's copy their input and compute)
-    no_backward = frozenset({"asinh_", "acosh_", "atanh_"})
+    # in-place formula for these three; paddle's copy their input and compute), and "the derivative for
+    # 'igamma: input' is not implemented" (igamma and igammac differentiate their second operand only)
+    no_backward = frozenset({"asinh_", "acosh_", "atanh_", "igamma_", "igammac_"})
     distributions = ("torch",)
     root = "torch"
     reserved_names = ("torch", "nn", "F")

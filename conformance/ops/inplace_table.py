@@ -17,7 +17,8 @@ import numpy as np
 from conformance.ops._op import Field, Op
 from conformance.ops._registry import register
 from conformance.ops.elementwise import BINARY, _matmul_fuzz
-from conformance.ops.special import mvdigamma, mvlgamma, polygamma
+from conformance.ops.special import (MAX_POLYGAMMA_ORDER, mvdigamma, mvlgamma, polygamma, regularized_gamma,
+                                      regularized_gamma_slopes)
 from conformance.ops.views import _axis, _integer_dim
 from conformance.ops.writes import _check_mask, _mask
 
@@ -229,13 +230,15 @@ def polygamma_of(n: int) -> Callable:
 
 
 def _polygamma_check(data, scope, fail) -> None:
-    if data.get("n") not in (0, 1) or isinstance(data.get("n"), bool):
-        raise fail(f"n must be 0 or 1 (the orders the reference computes), not {data.get('n')!r}")
+    n = data.get("n")
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_POLYGAMMA_ORDER:
+        raise fail(f"n must be a whole number from 0 to {MAX_POLYGAMMA_ORDER} (the orders the reference "
+                   f"computes), not {n!r}")
 
 
 register(Op(
     "polygamma_", "t.polygamma_(n): the n-th derivative of digamma, in place (both frameworks take n first).",
-    args=("tensor",), out="optional", fields={"n": Field("number", required=True, doc="the order: 0 or 1")},
+    args=("tensor",), out="optional", fields={"n": Field("number", required=True, doc=f"the order: 0 to {MAX_POLYGAMMA_ORDER}")},
     check=_polygamma_check, saves=("input",),
     run_reference=_in_place(lambda s: polygamma_of(int(s.fields["n"]))),
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "polygamma_", str(int(s.fields["n"])))),
@@ -263,6 +266,141 @@ register(Op(
     run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "mvlgamma_", str(int(s.fields["p"])))),
     fuzz="defined above (p - 1) / 2 only, and the fuzzer's values are not kept there",
 ))
+
+
+# -- nan_to_num_: NaN and infinities replaced by numbers ---------------------------------------------------
+
+
+def nan_to_num(nan: float, posinf: float | None, neginf: float | None, dtype: str | None) -> Callable:
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (by default the largest and smallest finite numbers of the
+    tensor's dtype); the gradient flows where the element was finite, and nowhere else (a constant there)."""
+    biggest = None if dtype is None else float(np.finfo(np.dtype(dtype)).max)
+
+    def fn(x: Array):
+        if biggest is None and ((posinf is None and np.isposinf(x).any()) or (neginf is None and np.isneginf(x).any())):
+            raise ValueError("nan_to_num_ would put the dtype's largest number in place of an infinity, and the "
+                             "reference does not know this tensor's dtype (one made by an op): name posinf and "
+                             "neginf, or apply it to a literal")
+        high = biggest if posinf is None else posinf
+        low = None if biggest is None else -biggest
+        low = low if neginf is None else neginf
+        finite = np.isfinite(x)
+        value = np.where(np.isnan(x), nan, np.where(np.isposinf(x), high, np.where(np.isneginf(x), low, x)))
+        return value, [lambda g: np.where(finite, g, 0.0)]
+    return fn
+
+
+_NAN_TO_NUM_FIELDS = ("nan", "posinf", "neginf")
+
+
+def _nan_to_num_check(data, scope, fail) -> None:
+    for name in _NAN_TO_NUM_FIELDS:
+        value = data.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise fail(f"{name} must be a finite number, not {value!r}")
+
+
+def _nan_to_num_reference(m, s) -> None:
+    def given(name: str) -> float | None:
+        return None if s.fields.get(name) is None else float(s.fields[name])
+    dtype = m.tensor(s.args[0]).dtype
+    _in_place(lambda _: nan_to_num(given("nan") or 0.0, given("posinf"), given("neginf"), dtype))(m, s)
+
+
+def _nan_to_num_spell(w, s) -> None:
+    given = ", ".join(f"{name}={w.literal(s.fields[name])}" for name in _NAN_TO_NUM_FIELDS
+                      if s.fields.get(name) is not None)
+    w.emit(w.bind(s) + w.method(s.args[0], "nan_to_num_", given))
+
+
+register(Op(
+    "nan_to_num_", "t.nan_to_num_(nan=, posinf=, neginf=): NaN, +inf and -inf replaced in place (both frameworks "
+    "take the three by keyword; an infinity left unnamed becomes the dtype's largest finite number).",
+    args=("tensor",), out="optional",
+    fields={"nan": Field("number", default=0.0, doc="what NaN becomes"),
+            "posinf": Field("number", doc="what +inf becomes (unnamed: the dtype's largest finite number)"),
+            "neginf": Field("number", doc="what -inf becomes (unnamed: the dtype's smallest finite number)")},
+    check=_nan_to_num_check, run_reference=_nan_to_num_reference, run_spell=_nan_to_num_spell,
+    fuzz=lambda d: (lambda x: None if x is None else {"args": [x]})(d.pick("tensor")),
+))
+
+
+# -- renorm_: each slice along a dimension scaled down to a largest p-norm -----------------------------------
+
+
+def renorm(p: float, dim: int, maxnorm: float) -> Callable:
+    """Each sub-tensor x.select(dim, i) whose p-norm n exceeds maxnorm is multiplied by maxnorm / n; the others
+    are kept.  The factor depends on x, so the gradient of a scaled slice v is
+    (maxnorm / n) (g - (g . v) |v|^(p-1) sign(v) / n^p)."""
+    def fn(x: Array):
+        rows = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
+        norm = (np.abs(rows) ** p).sum(axis=1) ** (1.0 / p)
+        scaled = norm > maxnorm
+        factor = np.where(scaled, maxnorm / np.where(scaled, norm, 1.0), 1.0)[:, None]
+
+        def back(g: Array) -> Array:
+            g_rows = np.moveaxis(g, dim, 0).reshape(rows.shape)
+            safe = np.where(scaled, norm, 1.0)[:, None]
+            along = (g_rows * rows).sum(axis=1, keepdims=True) * np.abs(rows) ** (p - 1) * np.sign(rows) / safe ** p
+            out = np.where(scaled[:, None], factor * (g_rows - along), g_rows)
+            return np.moveaxis(out.reshape(np.moveaxis(x, dim, 0).shape), 0, dim)
+        return np.moveaxis((rows * factor).reshape(np.moveaxis(x, dim, 0).shape), 0, dim), [back]
+    return fn
+
+
+def _renorm_check(data, scope, fail) -> None:
+    p, maxnorm, dim = data.get("p"), data.get("maxnorm"), data.get("dim")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not (np.isfinite(p) and p >= 1):
+        raise fail(f"p must be a finite number of at least 1, not {p!r}")
+    if isinstance(maxnorm, bool) or not isinstance(maxnorm, (int, float)) or not (np.isfinite(maxnorm) and maxnorm > 0):
+        raise fail(f"maxnorm must be a finite positive number, not {maxnorm!r}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise fail(f"dim must be an integer, not {dim!r}")
+
+
+def _renorm_reference(m, s) -> None:
+    rank = len(m.tensor(s.args[0]).shape)
+    _in_place(lambda _: renorm(float(s.fields["p"]), _axis(int(s.fields["dim"]), rank), float(s.fields["maxnorm"])))(m, s)
+
+
+register(Op(
+    "renorm_", "t.renorm_(p, dim, maxnorm): each slice along dim whose p-norm exceeds maxnorm scaled to it, in "
+    "place (paddle: renorm_(p, axis, max_norm), the same three by position).", args=("tensor",), out="optional",
+    fields={"p": Field("number", required=True, doc="the norm's power, at least 1"),
+            "dim": Field("number", required=True, doc="the dimension whose slices are scaled one by one"),
+            "maxnorm": Field("number", required=True, doc="the largest p-norm a slice keeps")},
+    check=_renorm_check, saves=("input",), run_reference=_renorm_reference,
+    run_spell=lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], "renorm_", ", ".join(
+        w.literal(s.fields[name]) for name in ("p", "dim", "maxnorm")))),
+    fuzz="the fuzzer draws no norm bounds",
+))
+
+
+# -- igamma_ / igammac_: the regularized incomplete gamma functions ------------------------------------------
+
+
+def incomplete_gamma(upper: bool) -> Callable:
+    """P(a, x) (igamma_) or Q(a, x) = 1 - P(a, x) (igammac_), a the tensor written; the gradient reaches both."""
+    sign = -1.0 if upper else 1.0
+
+    def fn(a: Array, x: Array):
+        lower = regularized_gamma(a, x)
+        by_a, by_x = regularized_gamma_slopes(a, x)
+        return (1.0 - lower if upper else lower), [lambda g: sign * g * by_a, lambda g: sign * g * by_x]
+    return fn
+
+
+for _name, _upper, _says in (("igamma_", False, "P(t, other) = gamma(t, other) / Gamma(t), the lower"),
+                             ("igammac_", True, "Q(t, other) = 1 - P(t, other), the upper")):
+    register(Op(
+        _name, f"t.{_name}(other): {_says} regularized incomplete gamma function, written into t (paddle: "
+        f"{'gammaincc_' if _upper else 'gammainc_'}); t > 0 and other >= 0.", args=("tensor", "tensor"),
+        out="optional", run_reference=(lambda upper: _in_place(lambda s: incomplete_gamma(upper)))(_upper),
+        run_spell=(lambda name: lambda w, s: w.emit(w.bind(s) + w.method(s.args[0], name, s.args[1])))(_name),
+        fuzz="defined for positive t only, and the fuzzer's values are not kept there",
+    ))
 
 
 # -- ldexp_: t * 2 ** other, other an integer tensor -------------------------------------------------------

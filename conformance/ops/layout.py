@@ -410,8 +410,9 @@ register(Op(
 
 # -- a dtype changed in place: cast_ ----------------------------------------------------------------
 
-#: what cast_ may cast to: the two float dtypes, whose values the reference's float64 holds exactly
-CAST_DTYPES = ("float32", "float64")
+#: what cast_ may cast to: dtypes whose values the reference's float64 holds exactly (an integer dtype's up to
+#: 2^53, far beyond the cases' values)
+CAST_DTYPES = ("float32", "float64", "int32", "int64")
 
 
 def _cast_reference(m, s) -> None:
@@ -431,7 +432,10 @@ def _cast_reference(m, s) -> None:
     if tensor.dtype is None and views:
         raise ValueError("cast_ of a tensor whose dtype the reference does not know (one made by an op, not a "
                          "literal), with views of it: whether its memory moves is not modelled")
-    value = np.asarray(tensor.value, dtype=np.float64).astype(dtype).astype(np.float64)
+    if dtype.startswith("int") and tensor.requires_grad:
+        raise ValueError("cast_ to an integer dtype of a tensor that requires grad is not modelled (no gradient "
+                         "flows through an integer)")
+    value = np.asarray(tensor.value, dtype=np.float64).astype(dtype).astype(np.float64)  # an integer: toward 0
     old, shape = tensor.node, tensor.shape
     left = Tensor(tensor.storage, tensor.positions, tensor._node, kind=tensor.kind, start=tensor.start)
     left.history_for_views, left.dtype, left.signs = tensor.history_for_views, tensor.dtype, tensor.signs

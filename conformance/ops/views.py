@@ -50,14 +50,14 @@ def assigned(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _setitem_reference(m, s) -> None:
-    """An index with a list in it names elements as index_put_ does: a position named twice gets any of the
-    values written to it (torch: "undefined"); a basic index that overlaps itself (an expanded view) must
-    give each location one value."""
+    """A location the assignment names twice gets any of the values written to it: an index with a list in
+    it, as index_put_ does (torch: "undefined"), and a basic index into a view that overlaps itself (an
+    expanded tensor, whose rows share memory: torch documents that writes to it "may result in incorrect
+    behavior").  A location given one value, however many times, holds that value."""
     index = s.index.resolve(m.counters)
     target = m.get(s.args[0]).view(lambda a: a[index])
     value, node = m.compute(lambda v: (assigned(v, target.shape), [lambda g: g]), s.args[1])
-    advanced = any(isinstance(part, (list, np.ndarray)) for part in (index if isinstance(index, tuple) else (index,)))
-    m.write(target, value, node, unordered=advanced)
+    m.write(target, value, node, unordered=True)
 
 
 register(Op(

@@ -239,7 +239,7 @@ class Effects:
                       source=source, saved=live, function=function, fields=dict(fields or {}), call=call,
                       in_function=self.in_function, requires_grad=target.requires_grad,
                       leaf=target.is_leaf_requiring_grad(), untracked=untracked,
-                      after_relayout=memory.relaid is not None)
+                      after_relayout=memory.relaid is not None, relaid=memory.relaid)
         self.trace.writes.append(write)
         if relayout:
             memory.relaid = self.time

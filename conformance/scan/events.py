@@ -42,8 +42,10 @@ class Write:
     in_function: bool = False
     #: a write no history records even in grad mode (``set_value``: the op's own way, not a path's)
     untracked: bool = False
-    #: the memory had been relaid out (``resize_``, ``set_``) before this write
+    #: the memory had been relaid out (``resize_``, ``set_``, ``cast_``) before this write
     after_relayout: bool = False
+    #: when it was relaid out last, if it was: a view made before then looks at the old memory
+    relaid: int | None = None
     #: the target as it was at the moment of the write (the rules run after the whole function)
     requires_grad: bool | None = None
     leaf: bool = False

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable
 
-from conformance.scan.events import Trace, Write
+from conformance.scan.events import Read, Trace, Write
 from conformance.scan.model import Saved, Value
 
 __all__ = ["RULES", "Rule", "Sighting", "rule"]
@@ -261,13 +261,31 @@ class ViewWrite(Rule):
             facets = (("rebinds", str(write.rebinds)), ("write", written_via), ("read", read_via),
                       ("options", ",".join(options)),
                       ("graph", "grad" if in_graph else "plain"), ("kind", "relayout" if write.relayout else "values"),
-                      ("after", "relayout" if write.after_relayout else "none"), ("writer", _writer(write)))
+                      ("after", "relayout" if _apart(write, reader) else "none"), ("writer", _writer(write)))
             through = "" if written_via == "base" else f" through a `{written_via}` view"
             seen = ("several of its elements are one place of memory" if read_via == "overlap" else
                     "backward reads the graph" if reader is None else
                     f"`{reader.name}` ({'the base' if read_via == 'base' else 'a `' + read_via + '` of it'}) is read "
                     f"after (line {reader.node.lineno})")
             yield Sighting(self.code, write.node, facets, f"{_named(write)} is written in place{through}; {seen}")
+
+
+def _apart(write: Write, reader: Read | None) -> bool:
+    """Whether a relayout of the memory (``resize_``, ``set_``, ``cast_``) came between a view the write or the
+    read goes through and the write: that view still looks at the old memory.  A view made after the
+    relayout looks at the new one, as the base does."""
+    if write.relaid is None:
+        return False
+    values = [write.target] if reader is None else [write.target, reader.value]
+    return any(_view_made(value) < write.relaid for value in values if _view_made(value) is not None)
+
+
+def _view_made(value: Value) -> int | None:
+    """When the nearest view or untracked alias on *value*'s way to its memory was made; None: it is the base."""
+    for link in value.chain():
+        if link.link in ("view", "untracked"):
+            return link.made
+    return None
 
 
 def _relation(value: Value) -> str:
