@@ -258,6 +258,17 @@ def test_a_json_line_that_is_not_a_record_is_an_error(tmp_path: Path) -> None:
                                 "framework_version, device, outcome"
 
 
+def test_a_run_line_whose_column_is_not_an_object_names_file_and_line(tmp_path: Path) -> None:
+    """A run line's ``column`` is what its records share; one that is not an object is refused where it is
+    written, not read as a record missing its framework."""
+    run = {"run": "abc", "run_info": {}, "column": ["torch", "2.13.0"]}
+    record = {k: v for k, v in raw("a").items() if k not in ("framework", "framework_version", "run_info")}
+    path = write_lines(tmp_path / "r.jsonl", [json.dumps(run), json.dumps({**record, "run": "abc"})])
+    with pytest.raises(ResultsError) as caught:
+        load_records([path])
+    assert str(caught.value) == f"{path}:1: the run line's column is a list, not an object"
+
+
 def test_blank_lines_are_not_records(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "r.jsonl", ["", json.dumps(raw("a")), "   ", json.dumps(raw("b"))])
     assert [r.case for r in load_records([path])] == ["a", "b"]
