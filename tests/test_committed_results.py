@@ -9,6 +9,7 @@ built from a matrix the catalogue has moved away from.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -238,3 +239,22 @@ def test_a_committed_record_keeps_its_program_beside_the_results_not_in_its_deta
     the record's details (an unsupported cell's partial program) only made the tracked files larger."""
     held = [record.case for record in load_records([path]) if "kept" in record.details]
     assert not held, f"{path.name}: {held[:5]}"
+
+
+def test_pruning_tells_columns_apart_by_their_run_lines() -> None:
+    """tools/prune_results.py drops a record of an earlier form of a case only where a record of the case as
+    it is stands in the same column; the column is in the record's run line, not in the record."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("prune_results", ROOT / "tools" / "prune_results.py")
+    prune = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prune)
+    column = {"device": "cpu", "mode": "eager"}
+    torch_run = {"run": "t", "run_info": {}, "column": {**column, "framework": "torch", "framework_version": "2.13.0"}}
+    paddle_run = {"run": "p", "run_info": {}, "column": {**column, "framework": "paddle", "framework_version": "3.3.1"}}
+    lines = [json.dumps(x).encode() + b"\n" for x in (
+        torch_run, {"case": "c", "case_digest": "old", "run": "t"}, {"case": "c", "case_digest": "new", "run": "t"},
+        paddle_run, {"case": "c", "case_digest": "old", "run": "p"}, {"case": "gone", "case_digest": "x", "run": "p"})]
+    kept = [json.loads(line) for line in prune._kept(lines, {"c"}, {"c": "new"})]
+    assert kept == [torch_run, {"case": "c", "case_digest": "new", "run": "t"}, paddle_run,
+                    {"case": "c", "case_digest": "old", "run": "p"}]  # paddle's column has no newer record of c

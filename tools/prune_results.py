@@ -71,10 +71,6 @@ def _kept(lines: list[bytes], catalogue: set[str], digests: dict[str, str]) -> l
     return kept
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
 def _with_columns(parsed: list[dict]) -> list[dict]:
     """Each record with the column fields its run line holds for it (run lines as they are)."""
     columns: dict[str, dict] = {}
@@ -86,3 +82,7 @@ def _with_columns(parsed: list[dict]) -> list[dict]:
         else:
             out.append({**columns.get(entry.get("run"), {}), **entry})
     return out
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
