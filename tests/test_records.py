@@ -359,3 +359,16 @@ def test_an_interpreter_outside_the_run_s_folder_is_recorded_by_its_name_alone(t
     assert _executable("/opt/torch/.venv/bin/python3") == "python3"
     (tmp_path / ".tox" / "bin").mkdir(parents=True)
     assert _executable(str(tmp_path / ".tox" / "bin" / "python")) == ".tox/bin/python"
+
+
+def test_results_files_of_the_earlier_forms_still_read(tmp_path: Path) -> None:
+    """A record that holds its own run information (the form before run lines) and a run line without a
+    column (the form before columns moved there) read back as the records they are."""
+    whole = raw("a")
+    run = {"run": "r1", "run_info": {"numpy": "1.26.4"}}
+    listed = {**raw("b"), "run": "r1"}
+    del listed["run_info"]
+    path = write_lines(tmp_path / "r.jsonl", [json.dumps(whole), json.dumps(run), json.dumps(listed)])
+    first, second = load_records([path])
+    assert (first.case, first.column) == ("a", Column("torch", "2.13.0", "cpu"))
+    assert (second.case, second.column, second.run_info) == ("b", Column("torch", "2.13.0", "cpu"), {"numpy": "1.26.4"})
