@@ -11,7 +11,8 @@ process of the run: the pytest process, the workers and the reference service):
 * the whole catalogue through ``conformance run`` (cpu device, eager mode) for
   each framework alone and for all of them, serially and with ``-n 2`` and
   ``-n auto``, each with its ratio to the floor (the sum of the frameworks' floors
-  when they all run);
+  when they all run), and each framework's catalogue once more with the
+  references kept between runs removed first: what the first run costs;
 * the catalogue replicated 1x and 8x (copies with fresh ids in a temporary
   folder): cells per second, each replication's ratio to the floor replicated the
   same way, and the marginal milliseconds of wall time and of CPU per cell (the
@@ -28,9 +29,10 @@ timing varies by tens of percent, which the range shows.  Ratios and marginal
 costs are worked out from the medians.  The machine's load average is printed
 before and after.  A benchmark, run by hand, never a test: it asserts nothing.
 
-The harness runs with the cases it checked before kept in the user's cache folder
-(conformance/case/kept.py), as every run of a catalogue but its first has them:
-they are checked once before the timings.
+The harness runs with the cases it checked before and the references it computed
+before kept in the user's cache folder (conformance/case/kept.py,
+conformance/judge/kept.py), as every run of a catalogue but its first has them:
+they are made once before the timings (the "first run" configurations excepted).
 
     python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,8] [--repeat 3]
 """
@@ -53,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.adapter import adapter_classes, is_installed
+from conformance.cache import cache_folder
 from conformance.case.kept import load_checked
 from conformance.case.load import find_case_files, load_cases
 from conformance.workers.pool import Worker
@@ -258,6 +261,11 @@ def replicate(case_files: list[Path], root: Path, times: int) -> Path:
     return target
 
 
+def forget_references() -> None:
+    """Remove the references kept in the user's cache: the next run computes each case's afresh."""
+    shutil.rmtree(cache_folder() / "references", ignore_errors=True)
+
+
 # -- printing ----------------------------------------------------------------------------------------
 
 def load_average() -> str:
@@ -348,11 +356,16 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
     replicas = {k: replicate(case_files, scratch / "replicas", k) for k in factors}
     for folder in [catalogue, *replicas.values()]:  # kept, as a run finds them after the first
         load_cases([folder], load=load_checked)
+    # The references kept too (conformance/judge/kept.py), as every run but a catalogue's first finds them
+    # (the copies have the catalogue's steps, so they share its references); a configuration of its own
+    # times the first run, with every reference computed afresh.
+    conformance_run("references kept", [catalogue], frameworks, cwd, scratch)
     groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
     catalogue_runs = [(f"{f} serial", [f], ()) for f in frameworks]
     if len(frameworks) > 1:
         catalogue_runs.append(("all serial", frameworks, ()))
     catalogue_runs += [("all -n 2", frameworks, ("-n", "2")), ("all -n auto", frameworks, ("-n", "auto"))]
+    catalogue_runs += [(f"{f} first run", [f], ()) for f in frameworks]  # the references computed afresh
     sampled = {"all serial" if len(frameworks) > 1 else f"{frameworks[0]} serial", "all -n 2"}
     timings = Timings()
     for round_number in range(repeat):  # every configuration once per round, floors and harness alternating
@@ -363,6 +376,8 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
         for label, group, extra in catalogue_runs:
             for framework in group:
                 timings.add(floor(framework, scratch / "programs" / framework, 1, cwd))
+            if label.endswith(" first run"):
+                forget_references()
             timings.add(conformance_run(label, [catalogue], group, cwd, scratch, extra,
                                         sample=round_number == 0 and label in sampled))
         for group in groups:

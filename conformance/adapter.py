@@ -182,8 +182,10 @@ class Adapter:
 
     # -- facts about the installed framework -------------------------------------
 
-    @property
+    @functools.cached_property
     def version(self) -> str:
+        """The installed version, read from the distribution's metadata once per adapter (ops that depend
+        on the version ask for it while each program is written)."""
         return installed_version(self) or str(getattr(self.fw, "__version__", "unknown"))
 
     def device_problem(self, device: str) -> str | None:

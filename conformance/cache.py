@@ -31,10 +31,16 @@ STALE_AFTER = 7 * 24 * 3600
 
 def cache_folder() -> Path:
     """``$CONFORMANCE_CACHE_DIR``, else ``$XDG_CACHE_HOME/conformance``, else ``~/.cache/conformance``."""
-    chosen = os.environ.get(CACHE_ENV)
+    environ = os.environ
+    return _cache_folder(environ.get(CACHE_ENV), environ.get("XDG_CACHE_HOME"), environ.get("HOME"))
+
+
+@lru_cache(maxsize=16)
+def _cache_folder(chosen: str | None, xdg_cache: str | None, home: str | None) -> Path:
+    """:func:`cache_folder` for these values of its variables: worked out once (it is asked for each case)."""
     if chosen:
         return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = xdg_cache or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "conformance")
 
 
@@ -100,13 +106,15 @@ def harness_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def write_atomically(path: Path, data: bytes) -> bool:
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> bool:
     """Write *path* whole or not at all (a reader meanwhile sees the old file or the new); False when the
-    folder cannot be written."""
+    folder cannot be written.  (A path may be a plain string: pathlib interns every part of every path it
+    parses, for the life of the process, and a cache names one file per entry.)"""
     temporary = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, prefix=".tmp-") as handle:
+        folder = os.path.dirname(os.fspath(path)) or "."
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False, prefix=".tmp-") as handle:
             temporary = handle.name
             handle.write(data)
         os.replace(temporary, path)

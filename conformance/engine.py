@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
 from conformance.judge.classify import Partly, Unjudged, classify, misses_in_float32, wrong_result
+from conformance.judge.kept import is_kept, keep_answer, kept_answer
 from conformance.recent import Recent
 from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
@@ -54,6 +55,8 @@ REPLY_BYTES_AHEAD = 64 << 20
 UNTAKEN_REFERENCES = 256
 
 Cell = tuple[Case, str, str, str]  # case, framework, device, mode
+#: The request for a case's plain reference (the case itself travels beside it).
+_REFERENCE: dict[str, Any] = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -248,7 +251,11 @@ class Engine:
         while planned and len(self._reference_tickets) < WINDOW and self._has_room(REFERENCE_SERVICE):
             case = planned.popleft()
             key = _case_key(case)
-            if key not in self._reference_sent and key not in self._references:
+            if key in self._reference_sent or key in self._references:
+                continue
+            if self._kept(case):  # judged from what an earlier run kept: no longer waiting for the service
+                self._reference_planned.discard(key)
+            else:
                 self._reference_tickets[key] = self._submit_reference(case)
 
     # -- the bytes of replies read and not yet taken -------------------------------------------------
@@ -355,8 +362,13 @@ class Engine:
         """Ask for a case's reference ahead of judging, once."""
         key = _case_key(case)
         with self._lock:
-            if key not in self._reference_sent and key not in self._references:
+            if key not in self._reference_sent and key not in self._references and not self._kept(case):
                 self._reference_tickets[key] = self._submit_reference(case)
+
+    def _kept(self, case: Case) -> bool:
+        """Whether the case's reference is kept from an earlier run (conformance/judge/kept.py): then no
+        process is asked for it."""
+        return is_kept(_REFERENCE, case.digest)
 
     def _submit_reference(self, case: Case) -> tuple[Ticket, float, int]:
         limit = self._timeout(case)
@@ -421,11 +433,17 @@ class Engine:
     def _ask_reference(self, case: Case) -> tuple[dict | None, str | None, str | None]:
         key = _case_key(case)
         with self._lock:
-            ticket, limit, number = self._reference_tickets.pop(key, None) or self._submit_reference(case)
+            asked = self._reference_tickets.pop(key, None)
+            kept = kept_answer(_REFERENCE, case.digest) if asked is None else None
+            if kept is None:
+                ticket, limit, number = asked or self._submit_reference(case)
             self._reference_sent.discard(key)
             self._reference_planned.discard(key)
-            self._drop_references_before(number - UNTAKEN_REFERENCES)
+            if kept is None:
+                self._drop_references_before(number - UNTAKEN_REFERENCES)
             self._refill_references()
+        if kept is not None:
+            return _reference_reply(kept)
         try:
             reply = self._wait(ticket)
         except WorkerTimeout:
@@ -434,6 +452,7 @@ class Engine:
             return None, None, f"the reference process died ({exc}); it runs under a memory limit"
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
+        keep_answer(_REFERENCE, case.digest, reply)
         return _reference_reply(reply)
 
     def spread(self, case: Case, copies: tuple[str, ...] = (),
@@ -461,17 +480,23 @@ class Engine:
         return self._copy_references[key]
 
     def _ask_service(self, case: Case, request: dict[str, Any]) -> dict[str, Any]:
-        """One request to the reference service about *case*, waited for."""
+        """One request to the reference service about *case*, waited for (or its answer kept from an earlier
+        run)."""
         limit = self._timeout(case)
+        kept = kept_answer(request, case.digest)
+        if kept is not None:
+            return kept
         ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, **request}, limit + 5,
                                   case=(None, self._message(case)), module=REFERENCE_MODULE,
                                   on_reply=functools.partial(self._count, REFERENCE_SERVICE))
         try:
-            return self._wait(ticket)
+            reply = self._wait(ticket)
         except (WorkerTimeout, WorkerCrashed) as exc:
             return {"status": "limit", "message": f"the reference service failed ({exc})"}
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
+        keep_answer(request, case.digest, reply)
+        return reply
 
     # -- one cell -----------------------------------------------------------------------------------
 

@@ -512,7 +512,7 @@ def test_a_pickle_planted_in_the_cache_folder_never_runs(tmp_path, monkeypatch) 
 
     each()
     entries = [p for p in (cache / "cases").rglob("*") if p.is_file()]
-    assert entries and all(p.suffix == ".json" for p in entries)
+    assert entries and all(p.suffix == ".case" for p in entries)
     for entry in entries:
         entry.write_bytes(pickle.dumps(Payload()))
         entry.with_suffix("").write_bytes(pickle.dumps(Payload()))  # where a pickle was kept before

@@ -135,7 +135,8 @@ def test_n_auto_runs_serially_where_parallelism_cannot_pay(cells, frameworks, co
 # -- real cells -------------------------------------------------------------------------------------
 
 @pytest.fixture
-def engine():
+def engine(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(tmp_path / "cache"))  # every reference asked of the service
     engine = Engine(timeout=60)
     yield engine
     engine.close()

@@ -9,8 +9,9 @@ from conformance.engine import Engine
 
 
 @pytest.fixture
-def engine(monkeypatch):
+def engine(monkeypatch, tmp_path):
     monkeypatch.setenv("CONFORMANCE_REFERENCE_MEMORY", str(512 << 20))
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(tmp_path / "cache"))  # no answer kept by another test
     engine = Engine(timeout=60)
     yield engine
     engine.pool.close()

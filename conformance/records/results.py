@@ -89,10 +89,11 @@ def run_line(written: Mapping[str, Any]) -> str:
                       allow_nan=True, separators=_COMPACT) + "\n"
 
 
-def record_line(written: Mapping[str, Any]) -> str:
-    """A record as its line: its run's information and its column replaced by the run line's ID."""
+def record_line(written: Mapping[str, Any], ident: str | None = None) -> str:
+    """A record as its line: its run's information and its column replaced by the run line's ID (*ident*,
+    when the caller has it)."""
     line = {k: v for k, v in written.items() if k != "run_info" and k not in COLUMN_FIELDS}
-    line["run"] = run_id(written.get("run_info") or {}, column_of(written))
+    line["run"] = ident or run_id(written.get("run_info") or {}, column_of(written))
     return json.dumps(line, sort_keys=True, allow_nan=True, separators=_COMPACT) + "\n"
 
 
@@ -106,12 +107,19 @@ class ResultsFile:
         self.path = Path(path)
         self._file = AppendFile(path, shared)
         self._runs: set[str] = set()  # the runs this writer has written the line of
+        self._last_run: tuple[dict[str, Any], dict[str, Any], str] | None = None  # the last run's ID, and of what
 
     def append(self, record: Record | Mapping[str, Any]) -> dict[str, Any]:
         """Write one record (after its run line, the first time); return it as written (bounded)."""
         written = as_record(record).to_dict()
-        ident = run_id(written.get("run_info") or {}, column_of(written))
-        text = ("" if ident in self._runs else run_line(written)) + record_line(written)
+        info, column = written.get("run_info") or {}, column_of(written)
+        last = self._last_run
+        if last is not None and last[0] == info and last[1] == column:  # a run's cells come one after another
+            ident = last[2]
+        else:
+            ident = run_id(info, column)
+            self._last_run = (dict(info), column, ident)
+        text = ("" if ident in self._runs else run_line(written)) + record_line(written, ident)
         try:
             self._file.write(text.encode("utf-8"))
         except OSError as exc:
