@@ -133,6 +133,7 @@ class Engine:
         self._spreads: Recent[tuple, tuple[dict | None, str | None]] = Recent(64)
         self._copy_references: Recent[tuple, tuple[dict | None, str | None, str | None]] = Recent(64)
         self._messages: Recent[str, str] = Recent(256)
+        self._kept_digests: Recent[str, None] = Recent(WINDOW)  # cases whose reference an earlier run kept
         # References asked for and not taken yet, in the order they were asked for (with that number).
         self._reference_tickets: dict[str, tuple[Ticket, float, int]] = {}
         self._reference_numbers = itertools.count()
@@ -367,8 +368,13 @@ class Engine:
 
     def _kept(self, case: Case) -> bool:
         """Whether the case's reference is kept from an earlier run (conformance/judge/kept.py): then no
-        process is asked for it."""
-        return is_kept(_REFERENCE, case.digest)
+        process is asked for it.  Looked up once per recent case (each reply to judge asks again)."""
+        if case.digest in self._kept_digests:
+            return True
+        if is_kept(_REFERENCE, case.digest):
+            self._kept_digests[case.digest] = None
+            return True
+        return False
 
     def _submit_reference(self, case: Case) -> tuple[Ticket, float, int]:
         limit = self._timeout(case)
