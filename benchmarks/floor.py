@@ -357,9 +357,9 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
     for folder in [catalogue, *replicas.values()]:  # kept, as a run finds them after the first
         load_cases([folder], load=load_checked)
     # The references kept too (conformance/judge/kept.py), as every run but a catalogue's first finds them
-    # (the copies have the catalogue's steps, so they share its references); a configuration of its own
-    # times the first run, with every reference computed afresh.
-    conformance_run("references kept", [catalogue], frameworks, cwd, scratch)
+    # (the copies share the catalogue's references, but not its float32 spreads, which their ids seed); a
+    # configuration of its own times the first run, with every reference computed afresh.
+    conformance_run("references kept", [catalogue, *map(str, replicas.values())], frameworks, cwd, scratch)
     groups = [[f] for f in frameworks] + ([frameworks] if len(frameworks) > 1 else [])
     catalogue_runs = [(f"{f} serial", [f], ()) for f in frameworks]
     if len(frameworks) > 1:

@@ -489,7 +489,7 @@ class Engine:
         """One request to the reference service about *case*, waited for (or its answer kept from an earlier
         run)."""
         limit = self._timeout(case)
-        kept = kept_answer(request, case.digest)
+        kept = kept_answer(request, case.digest, case.id)
         if kept is not None:
             return kept
         ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit, **request}, limit + 5,
@@ -501,7 +501,7 @@ class Engine:
             return {"status": "limit", "message": f"the reference service failed ({exc})"}
         finally:
             self._taken(ticket, REFERENCE_SERVICE)
-        keep_answer(request, case.digest, reply)
+        keep_answer(request, case.digest, reply, case.id)
         return reply
 
     # -- one cell -----------------------------------------------------------------------------------

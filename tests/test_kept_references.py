@@ -14,6 +14,9 @@ from conformance.engine import Engine
 from conformance.judge import kept
 from conformance.workers.pool import REFERENCE_SERVICE
 
+from .conftest import INSTALLED
+from .test_float32 import SIN_OF_SQUARE
+
 SMALL = """
     id: small
     title: t
@@ -93,6 +96,11 @@ def test_the_key_is_what_was_asked_and_numpy_not_the_time_limit(cache, monkeypat
     assert plain == kept.answer_path({"time_limit": 5}, digest) == kept.answer_path({}, digest)
     assert plain != kept.answer_path({"spread": True, "copies": [], "approximate": {}}, digest)
     assert plain != kept.answer_path({}, "sha256:fedcba9876543210")
+    # the plain reference is the same for another id with the same steps; the float32 spread, whose random
+    # rounding the case's id seeds, is not
+    assert kept.answer_path({}, digest, "one") == kept.answer_path({}, digest, "other") == plain
+    spread = {"spread": True, "copies": [], "approximate": {}}
+    assert kept.answer_path(spread, digest, "one") != kept.answer_path(spread, digest, "other")
     monkeypatch.setattr(kept, "_numpy_version", lambda: "0.0.0")
     kept._name.cache_clear()
     assert plain != kept.answer_path({}, digest)
@@ -108,3 +116,23 @@ def test_a_cache_that_cannot_be_written_keeps_nothing_and_the_reference_is_still
     for _ in range(2):
         (observations, asked) = _reference(case)
         assert observations[0]["grad(x)"] == [2.0, 4.0] and asked
+
+
+@pytest.mark.skipif(not INSTALLED, reason="neither torch nor paddle is installed")
+def test_a_cell_judged_from_kept_answers_is_judged_as_it_was_afresh(cache, write_case) -> None:
+    """d/dx sin(x*x) at 7.2 misses the float64 reference in float32 and is judged again against the float32
+    spread: the second engine takes the reference and the spread from the cache, asks no process for
+    either, and records the same judgement."""
+    case = load_case(write_case(SIN_OF_SQUARE))
+    judged = []
+    for _ in range(2):
+        engine = Engine(timeout=60)
+        try:
+            record = engine.run_cell(case, INSTALLED[0], "cpu")
+            judged.append((record["outcome"], record["details"]["observations"],
+                           REFERENCE_SERVICE in engine.pool.workers))
+        finally:
+            engine.close()
+    (first, observed, asked), (again, observed_again, asked_again) = judged
+    assert first == again == "silent-correct" and observed[0]["float32_spread"] > 0
+    assert observed_again == observed and asked and not asked_again

@@ -50,29 +50,34 @@ def _name(asked: str, case_digest: str) -> str:
     return hashlib.sha256(f"{_numpy_version()}\0{case_digest}\0{asked}".encode("utf-8")).hexdigest()[:40] + ".json"
 
 
-def answer_path(request: Mapping[str, Any], case_digest: str) -> str:
+def answer_path(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> str:
     """Where the answer to *request* about the case of *case_digest* is kept (a case without a digest, not
-    read from a file, has no such place: :class:`OSError`).  A string, not a ``Path``: pathlib would intern
-    every file name it parses for the life of the process.  (Asked two or three times per cell: the folder
-    and the names of the most recent cases are worked out once.)"""
+    read from a file, has no such place: :class:`OSError`).  The float32 spread's random rounding is seeded
+    by the case's id (conformance/judge/reference.py), so a spread is kept under *case_id* too: a case
+    judged from the cache is judged as it would be afresh.  A string, not a ``Path``: pathlib would
+    intern every file name it parses for the life of the process.  (Asked for each case: the folder and
+    the names of the most recent cases are worked out once.)"""
     if not case_digest:
         raise FileNotFoundError("a case without a digest keeps no answer")
-    asked = json.dumps({key: value for key, value in request.items() if key != "time_limit"}, sort_keys=True)
+    fields = {key: value for key, value in request.items() if key != "time_limit"}
+    if request.get("spread"):
+        fields["seeded_by"] = case_id
+    asked = json.dumps(fields, sort_keys=True)
     return os.path.join(_folder_in(os.fspath(cache_folder())), _name(asked, case_digest))
 
 
-def is_kept(request: Mapping[str, Any], case_digest: str) -> bool:
+def is_kept(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> bool:
     """Whether an answer is kept for *request* (a cheap look: :func:`kept_answer` still checks its seal)."""
     try:
-        return os.path.isfile(answer_path(request, case_digest))
+        return os.path.isfile(answer_path(request, case_digest, case_id))
     except OSError:
         return False
 
 
-def kept_answer(request: Mapping[str, Any], case_digest: str) -> dict[str, Any] | None:
+def kept_answer(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> dict[str, Any] | None:
     """The kept answer to *request*, or None (none kept, or not sealed by this user as this code kept it)."""
     try:
-        with open(answer_path(request, case_digest), "rb") as handle:
+        with open(answer_path(request, case_digest, case_id), "rb") as handle:
             data = unseal(handle.read())
     except OSError:
         return None
@@ -85,7 +90,8 @@ def kept_answer(request: Mapping[str, Any], case_digest: str) -> dict[str, Any] 
     return answer if isinstance(answer, dict) and answer.get("status") in _KEPT_STATUSES else None
 
 
-def keep_answer(request: Mapping[str, Any], case_digest: str, answer: Mapping[str, Any]) -> None:
+def keep_answer(request: Mapping[str, Any], case_digest: str, answer: Mapping[str, Any],
+                case_id: str = "") -> None:
     """Keep *answer* to *request* when it is one the limits did not decide and is small enough; a cache
     that cannot be written keeps nothing."""
     if answer.get("status") not in _KEPT_STATUSES:
@@ -98,4 +104,4 @@ def keep_answer(request: Mapping[str, Any], case_digest: str, answer: Mapping[st
         return
     sealed = seal(data)
     if sealed is not None:
-        write_atomically(answer_path(request, case_digest), sealed)
+        write_atomically(answer_path(request, case_digest, case_id), sealed)
