@@ -16,17 +16,7 @@ from conformance.workers.pool import REFERENCE_SERVICE
 
 from .conftest import INSTALLED
 from .test_float32 import SIN_OF_SQUARE
-
-SMALL = """
-    id: small
-    title: t
-    steps:
-      - {op: tensor, out: x, value: [1.0, 2.0], requires_grad: true}
-      - {op: mul, args: [x, x], out: y}
-      - {op: sum, args: [y], out: loss}
-      - {op: backward, args: [loss]}
-      - {observe: grad, of: x}
-"""
+from .test_service import SMALL
 
 
 @pytest.fixture
