@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["CACHE_ENV", "KEY_ENV", "cache_folder", "harness_fingerprint", "forget_other_code", "write_atomically",
-           "seal", "unseal"]
+           "seal", "unseal", "read_sealed", "write_sealed"]
 
 CACHE_ENV = "CONFORMANCE_CACHE_DIR"
 #: Where the key that seals kept entries lives: never in the cache folder, so that what is written there
@@ -94,6 +94,23 @@ def unseal(blob: bytes) -> bytes | None:
         return None
     expected = hmac.new(key, data, hashlib.sha256).hexdigest().encode("ascii")
     return data if hmac.compare_digest(mac, expected) else None
+
+
+def read_sealed(path: str | os.PathLike[str]) -> bytes | None:
+    """What :func:`write_sealed` kept at *path*, or None: nothing there, unreadable, or not sealed by this
+    user (planted or edited)."""
+    try:
+        with open(path, "rb") as handle:
+            return unseal(handle.read())
+    except OSError:
+        return None
+
+
+def write_sealed(path: str | os.PathLike[str], data: bytes) -> bool:
+    """Keep *data* at *path*, sealed and written whole (:func:`write_atomically`); False when nothing was
+    kept (no key, or a folder that cannot be written)."""
+    sealed = seal(data)
+    return sealed is not None and write_atomically(path, sealed)
 
 
 @lru_cache(maxsize=None)

@@ -21,7 +21,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
 from conformance.case import _yaml
 from conformance.case.index import Index
 from conformance.case.load import Case, Step, Tolerance, load_case
@@ -76,17 +76,12 @@ def load_checked(path: Path | str) -> Case:
     # A string, not a Path: pathlib interns every part of every path it parses, for the life of the process.
     kept = os.path.join(cache_folder(), "cases", harness_fingerprint(), hashlib.sha256(
         raw + b"\0" + path.parent.name.encode("utf-8", "surrogateescape")).hexdigest()[:40] + ".case")
-    try:
-        with open(kept, "rb") as handle:
-            data = unseal(handle.read())  # None unless this package kept it, as it kept it
-    except OSError:  # none kept: checked afresh
-        data = None
+    data = read_sealed(kept)  # None unless this package kept it, as it kept it: then checked afresh
     case = read_case(data) if data is not None else None
     if case is not None:
         return dataclasses.replace(case, path=str(path))
     case = load_case(path).slim()
     data = dump_case(dataclasses.replace(case, path=""))
-    sealed = seal(data) if data is not None else None
-    if sealed is not None:
-        write_atomically(kept, sealed)
+    if data is not None:
+        write_sealed(kept, data)
     return case

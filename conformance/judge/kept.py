@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
 
 __all__ = ["MAX_KEPT_BYTES", "kept_answer", "keep_answer", "is_kept"]
 
@@ -77,9 +77,8 @@ def is_kept(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> 
 def kept_answer(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> dict[str, Any] | None:
     """The kept answer to *request*, or None (none kept, or not sealed by this user as this code kept it)."""
     try:
-        with open(answer_path(request, case_digest, case_id), "rb") as handle:
-            data = unseal(handle.read())
-    except OSError:
+        data = read_sealed(answer_path(request, case_digest, case_id))
+    except OSError:  # a case without a digest
         return None
     if data is None:
         return None
@@ -102,6 +101,4 @@ def keep_answer(request: Mapping[str, Any], case_digest: str, answer: Mapping[st
         return
     if len(data) > MAX_KEPT_BYTES or not case_digest:
         return
-    sealed = seal(data)
-    if sealed is not None:
-        write_atomically(answer_path(request, case_digest, case_id), sealed)
+    write_sealed(answer_path(request, case_digest, case_id), data)

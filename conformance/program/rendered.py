@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, seal, unseal, write_atomically
+from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
 from conformance.case.model import Case
 
 __all__ = ["Rendered", "answer", "case_key", "render_all", "sent_to"]
@@ -44,7 +44,7 @@ class Rendered:
     def programs(self) -> dict[str, Any]:
         if self._programs is None:
             try:
-                data = unseal(self.path.read_bytes())  # None unless this package kept it, as it kept it
+                data = read_sealed(self.path)  # None unless this package kept it, as it kept it
                 loaded = json.loads(data) if data is not None else {}
                 self._programs = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):  # none yet, or unreadable: rendered afresh
@@ -59,9 +59,7 @@ class Rendered:
         """Keep *replies* (by case key) beside those kept; a folder that cannot be written keeps nothing."""
         self.programs().update(replies)
         forget_other_code(self.path.parent)
-        sealed = seal(json.dumps(self._programs).encode("utf-8"))
-        if sealed is not None:
-            write_atomically(self.path, sealed)
+        write_sealed(self.path, json.dumps(self._programs).encode("utf-8"))
 
 
 #: Queues a request on a framework's worker: (message, timeout, case fields) -> its ticket, or None when
