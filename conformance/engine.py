@@ -7,9 +7,11 @@ A run that knows its cells up front hands them to :meth:`Engine.prefetch`: each
 framework's worker then gets its requests queued ahead, and the reference service
 the cases, in the order the run takes them, so the workers and the reference run
 while the parent collects, judges and records.  How far ahead is bounded twice: at
-most :data:`WINDOW` requests sent and not yet taken per process, and at most
+most :data:`WINDOW` requests planned and not yet taken per process, and at most
 :data:`REPLY_BYTES_AHEAD` of replies read and not yet taken (a reply's size has no
-small bound: a cell may observe inside a long loop).  :meth:`Engine.run_cell` then
+small bound: a cell may observe inside a long loop).  Of a worker's planned requests,
+at most :data:`IN_FLIGHT` are in its pipe unanswered; each reply sends the next, so
+a request sent out of turn is answered soon.  :meth:`Engine.run_cell` then
 only waits for a cell's reply; a cell that was not prefetched is sent when it is
 asked for, and a case's reference as soon as a worker has answered one of its cells
 with a result to judge.  Either way a cell's outcome is the same.
@@ -42,8 +44,8 @@ from conformance.workers.faults import death_cause
 from conformance.workers.pool import (REFERENCE_MODULE, REFERENCE_SERVICE, Ticket, WorkerCrashed, WorkerPool,
                                        WorkerTimeout)
 
-__all__ = ["Engine", "CELLS_PER_PROCESS", "DEFAULT_TIMEOUT", "REFERENCE_SERVICE", "REPLY_BYTES_AHEAD", "WINDOW",
-           "Prepared", "parallel_processes"]
+__all__ = ["Engine", "CELLS_PER_PROCESS", "DEFAULT_TIMEOUT", "IN_FLIGHT", "REFERENCE_SERVICE", "REPLY_BYTES_AHEAD",
+           "WINDOW", "Prepared", "parallel_processes"]
 
 DEFAULT_TIMEOUT = 120.0
 #: The most requests queued ahead on one process (a worker, or the reference service) and not yet taken
@@ -51,6 +53,11 @@ DEFAULT_TIMEOUT = 120.0
 WINDOW = 4096
 #: The most bytes of replies read from one process and not yet taken: what bounds the parent's memory.
 REPLY_BYTES_AHEAD = 64 << 20
+#: The most requests sent to a worker and not answered yet.  The rest of the window waits here, and each
+#: reply sends the next: a request sent now (a wrong cell run a second time, a cell asked for out of turn)
+#: waits for this many cells at most, not for every cell queued ahead of it, while the worker is never
+#: without its next request.
+IN_FLIGHT = 16
 #: A reference asked for this many references before the one being taken, and not taken itself, is let go.
 UNTAKEN_REFERENCES = 256
 
@@ -228,7 +235,8 @@ class Engine:
 
     def _refill(self, framework: str) -> None:
         planned = self._planned.get(framework)
-        while planned and self._ahead.get(framework, 0) < WINDOW and self._has_room(framework):
+        while planned and self._ahead.get(framework, 0) < WINDOW and self._has_room(framework) \
+                and self.pool.unanswered(framework) < IN_FLIGHT:
             entry = planned.popleft()
             key = entry[0]
             self._queued[key] -= 1
@@ -249,7 +257,8 @@ class Engine:
 
     def _refill_references(self) -> None:
         planned = self._planned_references
-        while planned and len(self._reference_tickets) < WINDOW and self._has_room(REFERENCE_SERVICE):
+        while planned and len(self._reference_tickets) < WINDOW and self._has_room(REFERENCE_SERVICE) \
+                and self.pool.unanswered(REFERENCE_SERVICE) < IN_FLIGHT:
             case = planned.popleft()
             key = _case_key(case)
             if key in self._reference_sent or key in self._references:
@@ -335,10 +344,14 @@ class Engine:
         return ticket
 
     def _answered(self, case: Case, framework: str, ticket: Ticket) -> None:
-        """A worker's reader thread, on a reply: a result to judge makes the case's reference due."""
+        """A worker's reader thread, on a reply: a result to judge makes the case's reference due, and the
+        worker gets its next planned request (:data:`IN_FLIGHT`)."""
         self._count(framework, ticket)
         if ticket.reply is not None and ticket.reply.get("status") in ("completed", "raised"):
             self._wanted.put(case)
+        if self._planned.get(framework):
+            with self._lock:
+                self._refill(framework)
 
     def _take_cell(self, case: Case, framework: str, device: str, mode: str) -> Ticket:
         """The ticket of a cell: prefetched, or sent now."""
@@ -366,6 +379,13 @@ class Engine:
             if key not in self._reference_sent and key not in self._references and not self._kept(case):
                 self._reference_tickets[key] = self._submit_reference(case)
 
+    def _reference_answered(self, ticket: Ticket) -> None:
+        """The reference service's reader thread, on a reply: the service gets its next planned request."""
+        self._count(REFERENCE_SERVICE, ticket)
+        if self._planned_references:
+            with self._lock:
+                self._refill_references()
+
     def _kept(self, case: Case) -> bool:
         """Whether the case's reference is kept from an earlier run (conformance/judge/kept.py): then no
         process is asked for it.  Looked up once per recent case (each reply to judge asks again)."""
@@ -380,7 +400,7 @@ class Engine:
         limit = self._timeout(case)
         ticket = self.pool.submit(REFERENCE_SERVICE, {"time_limit": limit}, limit + 5,
                                   case=(None, self._message(case)), module=REFERENCE_MODULE,
-                                  on_reply=functools.partial(self._count, REFERENCE_SERVICE))
+                                  on_reply=self._reference_answered)
         self._reference_sent.add(_case_key(case))
         return ticket, limit, next(self._reference_numbers)
 

@@ -474,6 +474,31 @@ def test_a_kept_case_is_the_checked_case_and_an_edit_or_a_bad_entry_is_checked_a
             load_checked(bad)
 
 
+def test_a_worker_is_sent_the_kept_bytes_of_a_case_and_they_decode_to_the_same_case(tmp_path, monkeypatch) -> None:
+    """A case read from the cache is sent to a worker as the bytes it was read from (not pickled again),
+    which decode to the checked case but for its file name; a case's own pickle never carries them."""
+    import dataclasses
+    import pickle
+
+    from conformance.case.kept import load_checked
+    from conformance.case.model import case_from_message
+
+    monkeypatch.setenv("CONFORMANCE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "views" / "sent.yaml"
+    path.parent.mkdir()
+    path.write_text("id: sent\ntitle: a loop\nsteps:\n  - {op: tensor, out: x, value: [1.0, 2.0]}\n"
+                    "  - op: repeat\n    times: 2\n    steps:\n      - {op: add, args: [x, x], out: y}\n"
+                    "  - {observe: value, of: y}\n")
+    checked = load_case(path).slim()
+    for case in (load_checked(path), load_checked(path)):  # checked and kept, then read from the cache
+        assert case == checked and case.path == str(path)
+        [entry] = [p for p in (tmp_path / "cache" / "cases").rglob("*.case")]
+        assert case.pickled() in entry.read_bytes()  # the very bytes kept
+        sent = case_from_message(case.to_message())
+        assert sent == dataclasses.replace(checked, path="") and sent.steps[1].steps == checked.steps[1].steps
+        assert "_pickled" not in pickle.loads(pickle.dumps(case)).__dict__
+
+
 def test_a_pickle_planted_in_the_cache_folder_never_runs(tmp_path, monkeypatch) -> None:
     """Whatever is in the cache folder is data: a pickle planted where a kept case is looked for (or under
     any name of the folder) is never unpickled by run, show or list, and the case is checked afresh."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.case.load import load_case
-from conformance.engine import Engine, parallel_processes
+from conformance.engine import IN_FLIGHT, Engine, parallel_processes
 from conformance.workers.pool import REFERENCE_SERVICE, WorkerCrashed, WorkerPool, WorkerTimeout
 
 from .conftest import INSTALLED, ROOT
@@ -175,6 +175,40 @@ def test_a_prefetched_hang_times_out_alone(engine, tmp_path: Path) -> None:
     records = [engine.run_cell(case, FRAMEWORK, "cpu") for case in cases]
     assert [r["outcome"] for r in records] == ["timeout", "silent-correct"]
     assert "3 s" in records[0]["details"]["message"]
+
+
+#: A cell of some tens of milliseconds: a queue of sixty-four of them takes seconds.
+SLOW = """\
+id: {id}
+title: a loop of a few thousand adds
+steps:
+  - {{op: tensor, out: x, value: [1.0, 2.0]}}
+  - op: repeat
+    times: 3000
+    steps:
+      - {{op: add, args: [x, x], out: y}}
+  - {{observe: value, of: y}}
+"""
+
+
+@needs_framework
+def test_a_cell_sent_out_of_turn_waits_for_a_few_cells_not_for_every_cell_queued(engine, tmp_path: Path) -> None:
+    """Sixty-four slow cells queued ahead; then a cell that was not (as a wrong cell's second run is sent,
+    mid-run).  The worker's pipe holds at most IN_FLIGHT of the queued cells, and each reply sends the next,
+    so the cell sent now is answered after those few, not after all sixty-four; and every queued cell still
+    runs, in turn."""
+    folder = tmp_path / "cases" / "t"
+    slow = [load_case(write_case(folder, SLOW, f"slow_{n:02d}")) for n in range(64)]
+    now = load_case(write_case(folder, QUICK, "sent_now"))
+    engine.prefetch((case, FRAMEWORK, "cpu", "eager") for case in slow)
+    assert engine.pool.unanswered(FRAMEWORK) == IN_FLIGHT
+    tickets = list(engine._tickets.values())
+    reply, _, _ = engine._execute_timed(now, FRAMEWORK, "cpu", "eager")  # the worker's reply, before judging
+    answered = [ticket for ticket in engine._tickets.values() if ticket.done.is_set()]
+    assert reply["status"] == "completed"
+    assert len(answered) <= IN_FLIGHT + 2, f"{len(answered)} of the 64 queued cells ran before the cell sent now"
+    assert set(tickets) <= set(engine._tickets.values())  # those sent first are still there, to be taken
+    assert [engine.run_cell(case, FRAMEWORK, "cpu")["outcome"] for case in slow] == ["silent-correct"] * 64
 
 
 def _wait_until(condition, seconds: float = 60) -> None:

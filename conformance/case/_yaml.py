@@ -207,8 +207,14 @@ def read_bounded(path: Path) -> bytes:
             raise LoadError(1, f"not a regular file ({_file_kind(info.st_mode)}); a case file must be one")
         if info.st_size > MAX_BYTES:
             raise LoadError(1, f"file is {info.st_size} bytes; case files are limited to {MAX_BYTES}")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        chunks, size = [], 0
+        while size <= MAX_BYTES:  # plain reads: a file object costs more than reading a case file
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        raw = b"".join(chunks)
     finally:
         os.close(fd)
     if len(raw) > MAX_BYTES:  # it grew while being read

@@ -14,6 +14,7 @@ so even a sealed blob never imports or calls anything else.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import os
@@ -67,21 +68,32 @@ def read_case(data: bytes) -> Case | None:
 
 def load_checked(path: Path | str) -> Case:
     """``load_case(path).slim()``, from the cache when these bytes were checked before by this code."""
-    path = Path(path)
+    name = os.fspath(path)  # a string: pathlib interns every part of every path it parses, for the process's life
     try:
-        raw = _yaml.read_bounded(path)
+        raw = _yaml.read_bounded(name)
     except (_yaml.LoadError, OSError):
-        return load_case(path).slim()  # which raises the file's problem, in its words
-    forget_other_code(cache_folder() / "cases")
-    # A string, not a Path: pathlib interns every part of every path it parses, for the life of the process.
-    kept = os.path.join(cache_folder(), "cases", harness_fingerprint(), hashlib.sha256(
-        raw + b"\0" + path.parent.name.encode("utf-8", "surrogateescape")).hexdigest()[:40] + ".case")
+        return load_case(Path(name)).slim()  # which raises the file's problem, in its words
+    folder = _cases_folder(cache_folder(), harness_fingerprint())
+    kept = os.path.join(folder, hashlib.sha256(
+        raw + b"\0" + os.path.basename(os.path.dirname(name)).encode("utf-8", "surrogateescape")).hexdigest()[:40]
+        + ".case")
     data = read_sealed(kept)  # None unless this package kept it, as it kept it: then checked afresh
     case = read_case(data) if data is not None else None
     if case is not None:
-        return dataclasses.replace(case, path=str(path))
-    case = load_case(path).slim()
-    data = dump_case(dataclasses.replace(case, path=""))
+        object.__setattr__(case, "path", name)  # a case of its own, just unpickled: nothing else holds it
+    else:
+        case = load_case(Path(name)).slim()
+        data = dump_case(dataclasses.replace(case, path=""))
+        if data is not None:
+            write_sealed(kept, data)
     if data is not None:
-        write_sealed(kept, data)
+        case.__dict__["_pickled"] = data  # what Case.pickled() would make: a worker is sent these bytes
     return case
+
+
+@functools.lru_cache(maxsize=16)
+def _cases_folder(cache: Path, fingerprint: str) -> str:
+    """Where this code keeps checked cases, as a string; what other code kept there is cleared once."""
+    folder = cache / "cases"
+    forget_other_code(folder)
+    return os.path.join(folder, fingerprint)

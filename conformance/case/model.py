@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import operator
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,15 @@ class Step:
         for step in self.steps:
             yield from step.walk()
 
+    def __reduce__(self) -> tuple[type["Step"], tuple[Any, ...]]:
+        # Pickled as its constructor's arguments: the dataclass's own state functions for a slotted class
+        # look its fields up for every step, twice the cost of a case's whole pickle (a run sends every
+        # case to a worker and reads every kept case back).
+        return Step, _step_values(self)
+
+
+_step_values = operator.attrgetter(*(f.name for f in dataclasses.fields(Step)))
+
 
 @dataclass(frozen=True)
 class Case:
@@ -103,7 +113,21 @@ class Case:
         """The case for a worker or the reference service, which are processes of this package started
         by this one: the checked case itself, pickled (rebuilding it from its YAML data would check it
         once more in every process, for every case), slim (a worker keeps every case it is sent)."""
-        return {"case": base64.b64encode(pickle.dumps(self.slim(), protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")}
+        return {"case": base64.b64encode(self.pickled()).decode("ascii")}
+
+    def pickled(self) -> bytes:
+        """The slim case, pickled without its path (a file name means nothing to another process): made
+        once per case object; a case read from the cache (``case/kept.py``) comes with the bytes it was
+        read from."""
+        data = self.__dict__.get("_pickled")
+        if data is None:
+            data = pickle.dumps(dataclasses.replace(self.slim(), path=""), protocol=pickle.HIGHEST_PROTOCOL)
+            self.__dict__["_pickled"] = data  # not a field: equality and replace() never see it
+        return data
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__  # the fields, and what was cached beside them: not pickled
+        return {k: v for k, v in state.items() if k != "_pickled"} if "_pickled" in state else state
 
     def walk(self) -> Iterable[Step]:
         for step in self.steps:

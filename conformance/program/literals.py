@@ -38,4 +38,6 @@ def comment(text: str) -> str:
     """A one-line comment: line breaks in *text* are folded, so it cannot end early, and characters that
     are not printable (a terminal's escape sequences, bidirectional overrides) are spelled as escapes."""
     folded = _LINE_BREAKS.sub(" ", str(text))
+    if folded.isprintable():  # most comments: no character to spell as an escape
+        return "# " + folded
     return "# " + "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in folded)

@@ -301,10 +301,20 @@ def recorded_path(path: Path | str) -> str:
     """A path as a record keeps it: relative to the directory the run started in (the repository, for a run
     of its tox envs) when it lies inside it, so committed records name no folder of the machine that ran
     them; otherwise as given."""
-    try:
-        return Path(path).absolute().relative_to(Path.cwd()).as_posix()
-    except ValueError:
+    folder, name = os.path.split(os.fspath(path))
+    recorded = _recorded_folder(folder, os.getcwd())  # a record a cell: its case's folder worked out once
+    if recorded is None:
         return str(path)
+    return name if recorded == "." else f"{recorded}/{name}"
+
+
+@functools.lru_cache(maxsize=256)
+def _recorded_folder(folder: str, cwd: str) -> str | None:
+    """:func:`recorded_path` of a folder, from *cwd*; None where it does not lie inside it."""
+    try:
+        return Path(folder).absolute().relative_to(cwd).as_posix()
+    except ValueError:
+        return None
 
 
 def _executable(path: str) -> str:

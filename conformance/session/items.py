@@ -35,7 +35,12 @@ class CaseFolder(pytest.Dir):
     with its reason as an invalid case file instead of vanishing from the run."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        yield from super().collect()
+        whole = self._collected_whole()
+        for node in super().collect():
+            if whole and type(node) is CaseFile:  # its items, collected here: see CaseFile.collect_in_place
+                yield from node.collect_in_place()
+            else:
+                yield node
         try:
             entries = sorted(os.scandir(self.path), key=lambda e: e.name)
         except OSError:
@@ -43,6 +48,12 @@ class CaseFolder(pytest.Dir):
         for entry in entries:
             if entry.name.endswith((".yaml", ".yml")) and not _is_file_or_folder(entry):
                 yield CaseFile.from_parent(self, path=Path(entry.path))
+
+
+    def _collected_whole(self) -> bool:
+        """Whether the command line named this folder or one above it: then every case file in it is collected.
+        A folder that only leads to a named file has its other files listed by pytest, never read."""
+        return any(self.session.isinitpath(folder) for folder in (self.path, *self.path.parents))
 
 
 def _is_file_or_folder(entry: os.DirEntry) -> bool:
@@ -53,6 +64,16 @@ def _is_file_or_folder(entry: os.DirEntry) -> bool:
 
 
 class CaseFile(pytest.File):
+    def collect_in_place(self) -> list[pytest.Item | pytest.Collector]:
+        """This file's items, for its folder to yield as its own: pytest's collection of each file as a node
+        of its own (its hooks, its call record and its report) costs a catalogue's run more than reading
+        the file does.  The items keep this file as their parent (their ids, locations and keywords are as
+        before); a fault of collecting them makes the file a node pytest collects, and reports, itself."""
+        try:
+            return list(self.collect())
+        except Exception:  # noqa: BLE001 - the harness's own fault: pytest collects the file again, and says it
+            return [self]
+
     def collect(self) -> Iterator[pytest.Item]:
         try:
             case = load_checked(self.path)  # slim: its items hold it until they ran

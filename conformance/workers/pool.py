@@ -599,6 +599,11 @@ class WorkerPool:
         worker.info  # noqa: B018 - raises when it did not start
         return worker
 
+    def unanswered(self, name: str) -> int:
+        """How many requests *name*'s worker has been sent and has not answered yet."""
+        worker = self.workers.get(name)
+        return len(worker.queue) if worker is not None else 0
+
     def submit(self, name: str, message: dict[str, Any], timeout: float,
                case: tuple[Any, CaseFields] | None = None, module: str = WORKER_MODULE,
                on_reply: Callable[[Ticket], None] | None = None) -> Ticket:
