@@ -223,6 +223,33 @@ def test_small_observations_are_judged_in_python_exactly_as_numpy_judges_them(pa
                                                     tolerance))
 
 
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(0, 4), columns=st.integers(0, 5), data=st.data(),
+       tolerance=st.sampled_from([Tolerance(1e-5, 1e-6), Tolerance(0.0, 0.0), Tolerance(1e-2, 1e-3)]))
+def test_small_nested_observations_are_judged_in_python_exactly_as_numpy_judges_them(
+        rows, columns, data, tolerance) -> None:
+    """A matrix (nested lists of one shape) as NumPy judges it: errors, verdict and the reference recorded."""
+    pairs = data.draw(st.lists(st.tuples(_FLOATS, _FLOATS), min_size=rows * columns, max_size=rows * columns))
+    observed = [[pairs[r * columns + c][0] for c in range(columns)] for r in range(rows)]
+    reference = [[pairs[r * columns + c][1] for c in range(columns)] for r in range(rows)]
+    flat = compare({"value": observed, "dtype": "float32"}, reference, tolerance)
+    by_numpy = compare({"value": np.array(observed, dtype=np.float64).reshape(rows, columns), "dtype": "float32"},
+                       np.array(reference, dtype=np.float64).reshape(rows, columns), tolerance)
+    assert _canonical(flat) == _canonical(by_numpy)
+
+
+@pytest.mark.parametrize(("observed", "reference"), [
+    ([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]]),  # ragged
+    ([[1.0, 2.0]], [1.0, 2.0]),  # another shape: NumPy's shape note
+    ([[1.0, True]], [[1.0, 1.0]]),  # a bool is no number here
+    ([[0.5] * 40] * 2, [[0.5] * 40] * 2),  # more than FLAT_LIMIT numbers
+])
+def test_what_is_not_a_small_matrix_of_one_shape_is_judged_by_numpy_as_before(observed, reference) -> None:
+    from conformance.judge.classify import _flat_pair
+
+    assert _flat_pair(observed, reference) is None
+
+
 def _canonical(result: dict) -> str:
     return repr(sorted(result.items()))  # (a NaN is not == itself: compared as text)
 

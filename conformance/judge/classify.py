@@ -106,8 +106,7 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
     tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
     flat = None if spread is not None else _flat_pair(value, reference)
     if flat is not None:
-        return {"reference": flat[1] if type(reference) is list else flat[1][0], **_compare_flat(*flat, tol),
-                "rtol": tol.rtol, "atol": tol.atol}
+        return {"reference": flat[2], **_compare_flat(flat[0], flat[1], tol), "rtol": tol.rtol, "atol": tol.atol}
     result: dict[str, Any] = {"ok": False, "reference": None if reference is None else _as_listed(reference)}
     if reference is None and value is not None and not np.any(np.asarray(value, dtype=np.float64)):
         result.update(ok=True, note="zeros where the reference has no gradient (None)")
@@ -170,22 +169,53 @@ def _compare_arrays(obs: np.ndarray, ref: np.ndarray, tol: Tolerance,
             "max_rel_error": float(np.nan_to_num(rel_err, nan=np.inf).max(initial=0.0))}
 
 
-#: Observations up to this many numbers are compared in plain Python (:func:`_compare_flat`): most are a
-#: few numbers, where a dozen NumPy calls cost more than the comparison.
+#: Observations up to this many numbers (a flat list, or nested lists of one shape) are compared in plain
+#: Python (:func:`_compare_flat`): most are a few numbers, where a dozen NumPy calls cost more than the
+#: comparison.
 FLAT_LIMIT = 64
 _NUMBER_TYPES = (float, int)
 _LARGEST = sys.float_info.max
 
 
-def _flat_pair(value: Any, reference: Any) -> tuple[list[float], list[float]] | None:
-    """Both as float lists, when both are numbers or both flat lists of numbers of one length (at most
-    FLAT_LIMIT); None for anything else, which NumPy compares."""
+def _flat_pair(value: Any, reference: Any) -> tuple[list[float], list[float], Any] | None:
+    """Both as float lists, and the reference as the record gives it, when both are numbers or both nested
+    lists of numbers of one shape (at most FLAT_LIMIT numbers); None for anything else, which NumPy compares."""
     if type(value) in _NUMBER_TYPES and type(reference) in _NUMBER_TYPES:
-        return [float(value)], [float(reference)]
-    if (type(value) is list and type(reference) is list and len(value) == len(reference) <= FLAT_LIMIT
-            and all(type(v) in _NUMBER_TYPES for v in value) and all(type(r) in _NUMBER_TYPES for r in reference)):
-        return [float(v) for v in value], [float(r) for r in reference]
+        return [float(value)], [float(reference)], float(reference)
+    if type(value) is list and type(reference) is list:
+        obs: list[float] = []
+        ref: list[float] = []
+        shape = _flatten(value, obs)
+        if shape is not None and _flatten(reference, ref) == shape:
+            return obs, ref, _nested(ref, shape)
     return None
+
+
+def _flatten(value: Any, out: list[float]) -> tuple[int, ...] | None:
+    """The shape of *value*, a list of numbers or of such lists, its numbers appended to *out* as floats;
+    None for anything else (a ragged list, another type, more than FLAT_LIMIT numbers in *out*)."""
+    if type(value) is not list:
+        return None
+    if not value or type(value[0]) is not list:
+        if len(out) + len(value) > FLAT_LIMIT or not all(type(v) in _NUMBER_TYPES for v in value):
+            return None
+        out.extend(map(float, value))
+        return (len(value),)
+    shape = None
+    for item in value:
+        inner = _flatten(item, out)
+        if inner is None or (shape is not None and inner != shape):
+            return None
+        shape = inner
+    return (len(value), *shape) if shape is not None else None
+
+
+def _nested(flat: list[float], shape: tuple[int, ...]) -> Any:
+    """*flat* in *shape* (what ``tolist()`` of the array gives)."""
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def _compare_flat(obs: list[float], ref: list[float], tol: Tolerance) -> dict[str, Any]:
