@@ -49,7 +49,6 @@ class CaseFolder(pytest.Dir):
             if entry.name.endswith((".yaml", ".yml")) and not _is_file_or_folder(entry):
                 yield CaseFile.from_parent(self, path=Path(entry.path))
 
-
     def _collected_whole(self) -> bool:
         """Whether the command line named this folder or one above it: then every case file in it is collected.
         A folder that only leads to a named file has its other files listed by pytest, never read."""
