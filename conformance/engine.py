@@ -120,10 +120,10 @@ def _reference_reply(reply: dict[str, Any]) -> tuple[dict | None, str | None, st
     return None, None, reply.get("message", "the reference service gave no answer")
 
 
-
 def _rounded(seconds: Any, digits: int) -> float | None:
     """A duration as a record keeps it: to a tenth of a millisecond (a worker's import, to 10 ms)."""
     return None if seconds is None else round(float(seconds), digits)
+
 
 class Engine:
     def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT,
