@@ -17,8 +17,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "KEY_ENV", "cache_folder", "harness_fingerprint", "forget_other_code", "write_atomically",
-           "seal", "unseal", "read_sealed", "write_sealed"]
+__all__ = ["CACHE_ENV", "KEY_ENV", "cache_folder", "code_folder", "harness_fingerprint", "forget_other_code",
+           "write_atomically", "seal", "unseal", "read_sealed", "write_sealed"]
 
 CACHE_ENV = "CONFORMANCE_CACHE_DIR"
 #: Where the key that seals kept entries lives: never in the cache folder, so that what is written there
@@ -42,6 +42,20 @@ def _cache_folder(chosen: str | None, xdg_cache: str | None, home: str | None) -
         return Path(chosen)
     base = xdg_cache or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "conformance")
+
+
+def code_folder(kind: str) -> str:
+    """Where this code keeps its entries of *kind* (``cases``, ``references``): a folder named after its
+    fingerprint, in the cache's folder of that kind, which is cleared of what other code kept there once
+    per process.  A string: pathlib interns every part of every path it parses, for the process's life."""
+    return _code_folder(os.fspath(cache_folder()), kind)
+
+
+@lru_cache(maxsize=16)
+def _code_folder(cache: str, kind: str) -> str:
+    root = os.path.join(cache, kind)
+    forget_other_code(Path(root))
+    return os.path.join(root, harness_fingerprint())
 
 
 def _key_file() -> Path:

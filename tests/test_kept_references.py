@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cache import harness_fingerprint
 from conformance.case.load import load_case
 from conformance.engine import Engine
 from conformance.judge import kept
@@ -94,7 +95,7 @@ def test_the_key_is_what_was_asked_and_numpy_not_the_time_limit(cache, monkeypat
     monkeypatch.setattr(kept, "_numpy_version", lambda: "0.0.0")
     kept._name.cache_clear()
     assert plain != kept.answer_path({}, digest)
-    assert os.path.dirname(plain).endswith(os.path.join("references", kept.harness_fingerprint()))
+    assert os.path.dirname(plain).endswith(os.path.join("references", harness_fingerprint()))
 
 
 def test_a_cache_that_cannot_be_written_keeps_nothing_and_the_reference_is_still_computed(

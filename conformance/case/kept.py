@@ -14,7 +14,6 @@ so even a sealed blob never imports or calls anything else.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import io
 import os
@@ -22,7 +21,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
+from conformance.cache import code_folder, read_sealed, write_sealed
 from conformance.case import _yaml
 from conformance.case.index import Index
 from conformance.case.load import Case, Step, Tolerance, load_case
@@ -73,8 +72,7 @@ def load_checked(path: Path | str) -> Case:
         raw = _yaml.read_bounded(name)
     except (_yaml.LoadError, OSError):
         return load_case(Path(name)).slim()  # which raises the file's problem, in its words
-    folder = _cases_folder(cache_folder(), harness_fingerprint())
-    kept = os.path.join(folder, hashlib.sha256(
+    kept = os.path.join(code_folder("cases"), hashlib.sha256(
         raw + b"\0" + os.path.basename(os.path.dirname(name)).encode("utf-8", "surrogateescape")).hexdigest()[:40]
         + ".case")
     data = read_sealed(kept)  # None unless this package kept it, as it kept it: then checked afresh
@@ -89,11 +87,3 @@ def load_checked(path: Path | str) -> Case:
     if data is not None:
         case.__dict__["_pickled"] = data  # what Case.pickled() would make: a worker is sent these bytes
     return case
-
-
-@functools.lru_cache(maxsize=16)
-def _cases_folder(cache: Path, fingerprint: str) -> str:
-    """Where this code keeps checked cases, as a string; what other code kept there is cleared once."""
-    folder = cache / "cases"
-    forget_other_code(folder)
-    return os.path.join(folder, fingerprint)

@@ -18,10 +18,9 @@ import hashlib
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
+from conformance.cache import code_folder, read_sealed, write_sealed
 
 __all__ = ["MAX_KEPT_BYTES", "kept_answer", "keep_answer", "is_kept"]
 
@@ -36,13 +35,6 @@ def _numpy_version() -> str:
     import numpy  # the service's NumPy: it runs on this interpreter
 
     return numpy.__version__
-
-
-@lru_cache(maxsize=16)
-def _folder_in(cache: str) -> str:
-    root = os.path.join(cache, "references")
-    forget_other_code(Path(root))
-    return os.path.join(root, harness_fingerprint())
 
 
 @lru_cache(maxsize=4096)
@@ -63,7 +55,7 @@ def answer_path(request: Mapping[str, Any], case_digest: str, case_id: str = "")
     if request.get("spread"):
         fields["seeded_by"] = case_id
     asked = json.dumps(fields, sort_keys=True)
-    return os.path.join(_folder_in(os.fspath(cache_folder())), _name(asked, case_digest))
+    return os.path.join(code_folder("references"), _name(asked, case_digest))
 
 
 def is_kept(request: Mapping[str, Any], case_digest: str, case_id: str = "") -> bool:
