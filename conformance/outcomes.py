@@ -3,7 +3,16 @@ name.  Anything else in a results or baseline file is not a record of this packa
 
 from __future__ import annotations
 
-__all__ = ["OUTCOMES"]
+__all__ = ["OUTCOMES", "outcome_label"]
 
 OUTCOMES = ("raises", "warns", "silent-correct", "silent-wrong", "aliases", "copies",
             "unsupported", "crash", "timeout", "error", "skipped")
+
+
+def outcome_label(outcome: str, correct: bool | None) -> str:
+    """An outcome as every report and page names it: a warning says whether the result beside it was right, so
+    that a reader never takes a harmless warning for a wrong number, nor a wrong number for a mere warning
+    (*correct*: the judge's word on a ``warns`` cell's values; None where they were not judged)."""
+    if outcome == "warns" and correct is not None:
+        return f"warns ({'right' if correct else 'wrong'} result)"
+    return outcome

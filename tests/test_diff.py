@@ -103,7 +103,7 @@ def test_upgrade_view_ranked_by_severity(tmp_path: Path, capsys) -> None:
     assert order == sorted(order)
     assert ("  to_wrong [cpu]  raises -> silent-wrong  was RuntimeError (backward): modified by an inplace "
             "operation; now max relative error 0.25") in lines
-    assert any(line.startswith("  warn_wrong [cpu]  warns -> warns (wrong result)") for line in lines)
+    assert any(line.startswith("  warn_wrong [cpu]  warns (right result) -> warns (wrong result)") for line in lines)
     assert any(line.startswith("  to_crash [cpu]  silent-correct -> crash  the worker died") for line in lines)
     assert "  aliasing [cpu]  copies -> aliases" in lines
     assert any(line.startswith("  message [cpu]  raises -> raises  was RuntimeError (backward): old text; "

@@ -179,6 +179,28 @@ def test_case_details(tmp_path: Path) -> None:
     assert row(report, "[`warned`](#warned)")[-2:] == ["⏭️ skipped", "⚠️ warns (wrong result)"]
 
 
+def test_a_warning_beside_right_values_says_so_in_every_table(tmp_path: Path) -> None:
+    """paddle's to_static warns "add_() is the same as add() and does not perform inplace operation" where the
+    write happens and every value is right: a bare "warns" reads as a warning about a hazard, so each table
+    names the result beside the warning, right or wrong, as MODE-CHANGES already did."""
+    from conformance.records.record import Record
+    from conformance.report.summary import render_summary
+
+    records = [record("told", "paddle", "3.3.1", "warns", correct=True,
+                      warnings=[{"category": "UserWarning", "message": "add_() ... does not perform inplace"}]),
+               record("told", "torch", "2.13.0", "warns", correct=False, max_error=0.5,
+                      observations=[{"name": "value(x)", "ok": False}])]
+    merged, sources = load_sources([write(tmp_path / "r.jsonl", records)])
+    report = render_report(merged, sources)
+    assert row(report, "[`told`](#told)")[-2:] == ["⚠️ warns (right result)", "⚠️ warns (wrong result)"]
+    evidence = report.split("### `told`", 1)[1]
+    assert "- **paddle 3.3.1 cpu**: ⚠️ warns (right result) — " in evidence
+    summary = render_summary([Record.from_dict(r) for r in records])
+    assert "| ⚠️ warns (right result) | ⚠️ warns (wrong result) |" in summary
+    unjudged = render_summary([Record.from_dict(record("bare", "paddle", "3.3.1", "warns"))])
+    assert "| ⚠️ warns |" in unjudged  # values not judged: nothing to say of them
+
+
 def test_pipes_and_newlines_are_escaped(tmp_path: Path) -> None:
     nasty = record("a_b", "torch", "1.0", "raises", topic="mem|ory", title="x | y <z>",
                    exception={"type": "Err", "message": "bad | worse\nline two", "step": 1, "op": "add_",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["SYMBOLS", "LABELS", "badge", "ORDER"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conformance.records.record import Record
+
+__all__ = ["SYMBOLS", "LABELS", "badge", "cell_badge", "ORDER"]
 
 #: Outcomes in report order, most dangerous first.
 ORDER = ("silent-wrong", "crash", "timeout", "warns", "raises", "silent-correct", "aliases", "copies",
@@ -30,3 +35,9 @@ def badge(outcome: str) -> str:
     from conformance.report.markdown import text
 
     return f"? {text(outcome)}"
+
+
+def cell_badge(record: "Record") -> str:
+    """A cell's outcome as reports show it, with the rest of its label (``warns (right result)``): a warning
+    says whether the result beside it was right."""
+    return badge(record.outcome) + record.outcome_label[len(record.outcome):]

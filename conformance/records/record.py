@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from conformance.outcomes import OUTCOMES
+from conformance.outcomes import OUTCOMES, outcome_label
 
 __all__ = ["Record", "Column", "RaisedException", "RecordError", "RAISE_KINDS", "EAGER", "version_key",
            "as_record", "cell_problem", "names_problem", "slim",
@@ -281,9 +281,7 @@ class Record:
     @property
     def outcome_label(self) -> str:
         """The outcome as the reports print it: a warning beside a wrong result is not a harmless one."""
-        if self.outcome == "warns" and self.correct is not None:
-            return f"warns ({'wrong' if self.correct is False else 'right'} result)"
-        return self.outcome
+        return outcome_label(self.outcome, self.correct)
 
     @property
     def max_error(self) -> float | None:

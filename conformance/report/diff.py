@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from conformance.outcomes import outcome_label
 from conformance.records.explain import explain, raised_brief
 from conformance.records.record import EAGER, Column, Record
 from conformance.records.results import ResultsError, latest_by_cell, load_records
@@ -419,7 +420,7 @@ def _where(comparison: Comparison, pair: tuple[Column, Column]) -> str:
 
 
 def _label(cell: Cell) -> str:
-    return cell.outcome + (" (wrong result)" if cell.outcome == "warns" and cell.correct is False else "")
+    return outcome_label(cell.outcome, cell.correct)
 
 
 #: Words of the shared text kept on each side of a part of a message that changed.

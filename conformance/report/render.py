@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from conformance.records.explain import explain
-from conformance.records.outcomes import LABELS, ORDER, SYMBOLS, badge
+from conformance.records.outcomes import LABELS, ORDER, SYMBOLS, badge, cell_badge
 from conformance.records.record import EAGER, Column, Record, version_key
 from conformance.records.results import latest_by_cell, load_records
 from conformance.report.markdown import code, table, text
@@ -154,12 +154,6 @@ def in_tree(path: str) -> Path | None:
     return same_place if same_place.is_file() else None
 
 
-def _cell_badge(record: Record) -> str:
-    if record.outcome == "warns" and record.correct is False:
-        return badge("warns") + " (wrong result)"
-    return badge(record.outcome)
-
-
 def _display_path(path: str, relative_to: Path | None) -> str:
     """The case file as a link relative to the report, or as a path when it is not in this tree."""
     here = in_tree(path)
@@ -248,7 +242,7 @@ def _matrix_table(matrix: _Matrix, columns: Sequence[Column] | None = None, head
         name = f"[{code(case)}]({link(case)})"
         if intro and _depends_on_mode(cells):
             name = f"**{name}**"
-        rows.append([name] + [_cell_badge(r) if r else "" for r in cells])
+        rows.append([name] + [cell_badge(r) if r else "" for r in cells])
     counts: dict[Column, dict[str, int]] = {c: {} for c in columns}
     for column in columns:
         for case in cases:
@@ -352,7 +346,7 @@ def _evidence(matrix: _Matrix, case: str) -> list[str]:
                 previous = None
                 continue
             evidence = explain(record, "markdown")
-            shown = _cell_badge(record) + (f" — {evidence}" if evidence else "")
+            shown = cell_badge(record) + (f" — {evidence}" if evidence else "")
             if previous is not None and runs[-1][2] == shown:
                 runs[-1] = (runs[-1][0], column, shown)
             else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from conformance.records.outcomes import LABELS, SYMBOLS, badge
+from conformance.records.outcomes import LABELS, SYMBOLS, cell_badge
 from conformance.records.record import Column, Record, as_record
 from conformance.records.results import latest_by_cell
 from conformance.report.markdown import code, table, text
@@ -28,7 +28,7 @@ def render_summary(records: Iterable[Record | Mapping[str, Any]], notes: Iterabl
     columns = sorted(c for c in by_column if c not in skipped)
     cases = sorted({(r.topic or "", r.case) for r in cells.values()})
     lines = ["# Conformance summary", ""]
-    rows = [[f"{text(topic)}/{code(case)}"] + [badge(cells[(case, c)].outcome) if (case, c) in cells else ""
+    rows = [[f"{text(topic)}/{code(case)}"] + [cell_badge(cells[(case, c)]) if (case, c) in cells else ""
                                                for c in columns] for topic, case in cases]
     if columns:  # every name and label escaped: a folder or a version may hold any character
         lines += table(["case"] + [text(c.label) for c in columns], rows)
