@@ -16,7 +16,7 @@ from conformance.adapter import adapter_classes, installed, is_installed
 from conformance.records.record import EAGER, Record
 from conformance.records.results import latest_by_cell, load_records
 from conformance.records.values import format_value
-from conformance.records.verdict import annotate
+from conformance.records.verdict import annotate, verdict
 
 from .committed import ROOT, results_file
 
@@ -259,3 +259,30 @@ def test_an_element_written_twice_in_no_order_is_right_with_any_value_written_an
     assert summed != shown.stdout
     ran = _run_reproducer(summed, tmp_path)
     assert ran.returncode == 1 and "self-check: wrong: value(h)" in ran.stderr, ran.stdout[-2000:] + ran.stderr[-2000:]
+
+
+def test_a_warning_the_cell_does_not_count_is_named_in_the_reproducer_with_why() -> None:
+    """inductor's once-per-process notice on complex operators is set aside from the outcome; a user running
+    the reproducer may see it, so its closing comments name it and say why it does not count, and a message
+    over several lines stays one comment line."""
+    notice = {"category": "UserWarning", "step": 5, "times": 2,
+              "message": "Torchinductor does not support code generation for complex operators.\nPerformance may "
+                         "be worse than eager.",
+              "why": "inductor's notice that it leaves complex ops to eager (a matter of speed), once per process"}
+    record = Record.from_dict({"case": "c", "framework": "torch", "framework_version": "2.13.0", "device": "cpu",
+                               "mode": "compile", "outcome": "silent-correct", "topic": "t",
+                               "details": {"ignored_warnings": [notice],
+                                           "observations": [{"name": "value(x)", "value": [1.0], "reference": [1.0],
+                                                             "ok": True}]}})
+    lines, wrong = verdict(record, {"value(x)": [1.0]})
+    assert not wrong
+    at = lines.index("# warnings this run raised that the cell does not count (running this program may show "
+                     "them too):")
+    assert lines[at + 1] == ("#   UserWarning: Torchinductor does not support code generation for complex operators. "
+                             "Performance may be worse than eager. (x2) [not counted: inductor's notice that it "
+                             "leaves complex ops to eager (a matter of speed), once per process]")
+    assert lines[-1] == "# verdict: silent-correct: every observation as expected"
+    assert all(line.startswith("#") and "\n" not in line for line in lines)
+    bare = Record.from_dict({**{k: v for k, v in record.to_dict().items() if k != "details"},
+                             "details": {"observations": record.observations}})
+    assert not any("not count" in line for line in verdict(bare, {"value(x)": [1.0]})[0])

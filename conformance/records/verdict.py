@@ -20,7 +20,7 @@ from conformance.records.explain import explain
 from conformance.records.record import Record
 from conformance.records.values import VALUE_LIMIT, format_value
 
-__all__ = ["annotate", "differs_from_memory_model", "memory_model", "printed_name", "verdict"]
+__all__ = ["annotate", "differs_from_memory_model", "memory_model", "printed_name", "set_aside", "verdict"]
 
 
 def printed_name(line: str) -> str | None:
@@ -77,6 +77,23 @@ def annotate(source: str, expected: Mapping[str, Any], labels: Mapping[str, str]
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
 
 
+def set_aside(record: Record) -> list[str]:
+    """The warnings the run saw and did not count, each with why: the program prints them too, and a reader
+    who meets one must not take the cell for a ``warns`` the record forgot."""
+    ignored = [w for w in record.details.get("ignored_warnings") or [] if isinstance(w, Mapping)]
+    if not ignored:
+        return []
+    lines = ["# warnings this run raised that the cell does not count (running this program may show them too):"]
+    for warning in ignored:
+        times = warning.get("times")
+        message = " ".join(str(warning.get("message", "")).split())
+        message = message if len(message) <= 160 else message[:157] + "..."
+        lines.append(f"#   {warning.get('category', 'Warning')}: {message}"
+                     + (f" (x{times})" if isinstance(times, int) and times > 1 else "")
+                     + f" [not counted: {warning.get('why', 'not about the case')}]")
+    return lines
+
+
 def verdict(record: Record, expected: Mapping[str, Any]) -> tuple[list[str], bool]:
     """The closing lines (comments) and whether the framework is wrong: the judged observations, then one
     line saying what was expected and what came.  *expected*: every value the reference gives, by
@@ -92,6 +109,7 @@ def verdict(record: Record, expected: Mapping[str, Any]) -> tuple[list[str], boo
         lines.append(f"#   {observation.get('name')} = {format_value(observation.get('value'))}"
                      + (f"   {label} {format_value(observation['reference'])}" if "reference" in observation
                         else "") + mark)
+    lines += set_aside(record)
     wrong = record.wrong_observations
     if record.wrong:
         said = "; ".join(f"expected {o.get('name')} = {format_value(o.get('reference'))}, "
