@@ -200,6 +200,7 @@ ALL_OPS = """
       - {op: celu, args: [u9], out: u14}
       - {op: hardtanh, args: [u9], out: u15}
       - {op: leaky_relu, args: [u9], out: u16}
+      - {op: selu, args: [u9], out: u18}
       - {op: softmax, args: [pos], dim: 0, out: u17}
       - {op: eq, args: [pos, 0.5], out: m1}
       - {op: lt, args: [pos, 0.5], out: m2}

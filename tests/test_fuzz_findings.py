@@ -13,7 +13,9 @@ from conformance.adapters.paddle import PaddleAdapter
 from conformance.adapter import Copying
 from conformance.case.load import load_cases
 from conformance.fuzz.cause import COMPILED, Families
-from conformance.fuzz.command import fuzz
+from conformance.fuzz import OUT_OF_SCOPE
+from conformance.fuzz.command import fuzz, render
+from conformance.fuzz.scope import out_of_scope
 from conformance.fuzz.generate import Program, walk
 from conformance.fuzz.observe import observe_what_matters
 from conformance.fuzz.run import Runner
@@ -426,3 +428,61 @@ def test_a_compiled_finding_says_which_mode_is_wrong(wrong: str, right: str, say
     bad = Cell("silent-wrong", {"observations": [{"name": "value(t2)", "kind": "value", "ok": False}]})
     verdict = Verdict({wrong: bad, right: Cell("silent-correct", {}), "paddle": Cell("raises", {})}, FINDING, "")
     assert says in _sentence(verdict, [wrong], "assign", COMPILED)
+
+
+# -- what the matrix is about ------------------------------------------------------------------------------
+
+def _case(steps: list[dict]) -> object:
+    return Program(tuple(steps)).case("scoped")
+
+
+@pytest.mark.parametrize(("steps", "in_scope"), [
+    # paddle's float64 selu computed in float32 precision: no write, no shared memory
+    ([{"op": "tensor", "out": "t", "value": 1.0, "dtype": "float64"},
+      {"op": "selu", "args": ["t"], "out": "s"}, {"observe": "value", "of": "s"}], False),
+    ([{"op": "tensor", "out": "t", "value": [1.0], "dtype": "float32"},
+      {"op": "sin_", "args": ["t"]}, {"observe": "value", "of": "t"}], True),  # an in-place op
+    ([{"op": "array", "out": "a", "value": [1.0, 2.0]},
+      {"op": "from_numpy", "args": ["a"], "out": "t"}, {"observe": "value", "of": "t"}], True),  # shared memory
+    ([{"op": "tensor", "out": "t", "value": [[1.0, 2.0]], "dtype": "float32"},
+      {"op": "transpose", "args": ["t"], "out": "v", "dims": [1, 0]},
+      {"observe": "value", "of": "v"}], True),  # a view, never written
+    ([{"op": "tensor", "out": "x", "value": [1.0, -2.0], "dtype": "float32", "requires_grad": True},
+      {"op": "mul", "args": ["x", 3.0], "out": "y"}, {"op": "sum", "args": ["y"], "out": "s"},
+      {"op": "backward", "args": ["s"], "retain_graph": True}, {"op": "backward", "args": ["s"]},
+      {"observe": "grad", "of": "x"}], True),  # a gradient accumulated into .grad
+])
+def test_a_finding_that_writes_nothing_and_shares_no_memory_is_out_of_scope(steps: list[dict], in_scope: bool) -> None:
+    reason = out_of_scope(_case(steps))
+    assert (reason is None) == in_scope, reason
+    if not in_scope:
+        assert "a difference of arithmetic, not of in-place or aliasing semantics" in reason
+
+
+def test_every_found_case_of_the_catalogue_is_about_a_write_or_shared_memory() -> None:
+    cases, errors = load_cases(["cases/found"])
+    assert cases and not errors
+    assert [case.id for case in cases if out_of_scope(case)] == []
+
+
+@needs_both
+def test_a_fuzz_run_reports_an_arithmetic_difference_apart_and_writes_no_case(monkeypatch, tmp_path: Path) -> None:
+    """With only tensors and selu to draw, the one finding is paddle's float64 selu computed in float32
+    precision (3.3e-8 relative): shown under "out of scope", never written as a case."""
+    from conformance.fuzz import generate
+    from conformance.ops import OPS
+
+    drawn_from = generate.Source
+    monkeypatch.setattr(generate, "Source", lambda seed: drawn_from(seed, {n: OPS[n] for n in ("tensor", "selu")}))
+    out = tmp_path / "found"
+    report = fuzz(seed=2026, budget=48, frameworks=["paddle", "torch"], out=out, known_paths=[str(tmp_path)],
+                  shrink_budget=60)
+    beside = report.of(OUT_OF_SCOPE)
+    assert beside, [(r.kind, r.status, r.verdict.reason) for r in report.results]
+    assert all(r.status.startswith("out of scope: no step writes") and r.path is None for r in beside)
+    assert not report.of(FINDING), [(r.status, r.program.steps) for r in report.of(FINDING)]
+    assert not out.exists() or list(out.iterdir()) == []
+    text = render(report)
+    assert "found: 0 distinct cause(s)" in text and f"{len(beside)} out of scope (no write, no shared memory)" in text
+    listed = text.split("out of scope: no write and no shared memory, a difference of arithmetic (not written):", 1)
+    assert len(listed) == 2 and "selu" in listed[1], text

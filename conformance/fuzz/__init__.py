@@ -5,12 +5,12 @@ while the reference runs it; fuzzable.py: which ops; model.py: a program as data
 workers, eagerly and in the compiled modes asked for, and judges them as the suite does (run.py), names
 what a program's outcomes mean (verdict.py), shrinks each finding (shrink.py) and makes it observe what its
 writes touched (observe.py), groups findings by cause and hazard family (cause.py) and writes one case per
-new cause (write.py).
+new cause (write.py), unless its shrunk program writes nothing and aliases nothing (scope.py).
 """
 
 from pathlib import Path
 
-__all__ = ["BATCH", "DEFAULT_TIMEOUT", "FOUND_FOLDER", "FINDING", "REFERENCE", "ERROR", "NOTHING"]
+__all__ = ["BATCH", "DEFAULT_TIMEOUT", "FOUND_FOLDER", "FINDING", "REFERENCE", "ERROR", "NOTHING", "OUT_OF_SCOPE"]
 
 #: Where new findings are written as cases.
 FOUND_FOLDER = Path("cases") / "found"
@@ -25,3 +25,6 @@ FINDING = "finding"
 REFERENCE = "suspected-reference-bug"
 ERROR = "harness-error"
 NOTHING = ""
+#: A finding whose shrunk program neither writes into memory nor gives two names one memory (scope.py): a
+#: difference of arithmetic, reported apart and never written as a case.
+OUT_OF_SCOPE = "out-of-scope"

@@ -29,7 +29,7 @@ from conformance.case.model import Case
 from conformance.fuzz.verdict import MODE_SEPARATOR, Cell, Verdict
 from conformance.ops import OPS
 
-__all__ = ["Cause", "Families", "behaviour_class", "interface", "COMPILED"]
+__all__ = ["Cause", "Families", "behaviour_class", "interface", "writes", "COMPILED"]
 
 #: Ops that only make operands, read results or run backward: they say nothing of the hazard.
 NEUTRAL = frozenset({"tensor", "array", "full", "observe", "sum", "mean", "backward"})
@@ -60,7 +60,7 @@ class Cause:
         return self.family, interface(self.pivot), self.behaviour
 
 
-def _writes(op: str) -> bool:
+def writes(op: str) -> bool:
     """Whether *op* writes a tensor it is given: an in-place op (``sin_``, ``setitem``) or an augmented
     assignment, as the op table declares it (no result of its own, or the first argument's name rebound)."""
     spec = OPS.get(op)
@@ -147,9 +147,9 @@ class Families:
         in_family = best if family == COMPILED else family
         # the pivot is the op the hazard is about: the one that raised, else a write (in place, or an
         # augmented assignment) where the program has one, the op the family uses most
-        writes = [op for op in distinctive if _writes(op)]
+        writing = [op for op in distinctive if writes(op)]
         pivot = next((op for op in raised_at if op in distinctive), None) or max(
-            writes or distinctive, key=lambda op: (self.weight(in_family, op), -distinctive.index(op)))
+            writing or distinctive, key=lambda op: (self.weight(in_family, op), -distinctive.index(op)))
         return Cause(family, pivot, behaviour, _sentence(verdict, about, pivot, family))
 
     def known(self, cause: Cause, behaviours: Mapping[str, Verdict]) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
-from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, REFERENCE
+from conformance.fuzz import BATCH, DEFAULT_TIMEOUT, ERROR, FINDING, FOUND_FOLDER, OUT_OF_SCOPE, REFERENCE
 from conformance.outputs import OutputError, check_writable, write_file
 from conformance.settings import timeout_argument
 from conformance.workers.faults import check_memory_settings
@@ -181,6 +181,7 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
     from conformance.fuzz.shrink import shrink
     from conformance.fuzz.cause import Families
     from conformance.fuzz.observe import observing_finding
+    from conformance.fuzz.scope import out_of_scope
     from conformance.fuzz.write import PROVENANCE, KnownCases, canonical, write_case
 
     say = progress or (lambda line: None)
@@ -278,6 +279,10 @@ def fuzz(*, seed: int, budget: int, frameworks: list[str], device: str = "cpu", 
                         continue
                     if shrunk is None and report.interrupted:  # never written as drawn: a case is minimal
                         result.status = "not shrunk (interrupted)"
+                        continue
+                    beside_the_point = out_of_scope(program.case("fuzz_scope"))
+                    if beside_the_point:  # no write, no shared memory: arithmetic, not this matrix's subject
+                        result.kind, result.status = OUT_OF_SCOPE, f"out of scope: {beside_the_point}"
                         continue
                     known_id = known.has(program.steps) or _known_hazard(families, known, cause, verdict_of)
                     first = new_causes.get(cause.key)
@@ -439,12 +444,14 @@ def render(report: Report) -> str:
         lines.append(f"  {name}: {busy:.1f} s busy, {rate:.1f} programs/s")
     lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
     findings, suspects, errors = report.of(FINDING), report.of(REFERENCE), report.of(ERROR)
+    beside = report.of(OUT_OF_SCOPE)
     causes = _by_cause(findings)
     new = [key for key, results in causes.items() if not results[0].known]
     lines.append(f"found: {len(causes)} distinct cause(s) in {len(findings)} finding(s): {len(new)} new, "
                  f"{len(causes) - len(new)} of a known hazard; {len(suspects)} suspected reference bug(s), "
-                 f"{len(errors)} harness error(s); {report.unshrunk} more finding(s) not shrunk (their behaviour "
-                 f"had {report.per_behaviour} signatures shrunk)")
+                 f"{len(errors)} harness error(s); {len(beside)} out of scope (no write, no shared memory); "
+                 f"{report.unshrunk} more finding(s) not shrunk (their behaviour had {report.per_behaviour} "
+                 f"signatures shrunk)")
     for title, keys in (("new causes", new), ("known hazards, with new evidence",
                                               [key for key in causes if key not in new])):
         if not keys:
@@ -465,13 +472,16 @@ def render(report: Report) -> str:
                     body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
                                      number=r.number, versions=report.versions).split("steps:\n", 1)[1]
                     lines += ["    " + line for line in body.rstrip().splitlines()]
-    for title, results in (("suspected reference bugs (not written)", suspects), ("harness errors", errors)):
+    for title, results in (("suspected reference bugs (not written)", suspects), ("harness errors", errors),
+                           ("out of scope: no write and no shared memory, a difference of arithmetic (not written)",
+                            beside)):
         if not results:
             continue
         lines += ["", f"{title}:"]
         for r in results:
             lines.append(f"- {_signature_text(r.signature)}  [{r.count} program(s); {r.status}]")
-            lines.append(f"  {r.verdict.reason}")
+            lines.append(f"  {r.verdict.reason}" if r.kind != OUT_OF_SCOPE or r.cause is None
+                         else f"  [{r.cause.family}] {r.cause.sentence}")
             body = case_text(r.program, r.verdict, case_id_="shown", seed=report.seed, budget=report.budget,
                              number=r.number, versions=report.versions).split("steps:\n", 1)[1]
             lines += ["  " + line for line in body.rstrip().splitlines()]
