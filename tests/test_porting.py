@@ -104,6 +104,35 @@ def test_each_hazard_is_found_by_its_code_and_given_in_both_directions(tmp_path:
     assert "### augmented: augmented assignment" in page and "`+=` and friends." in page
 
 
+def test_code_that_is_no_hazard_is_found_too_and_the_guide_says_where(tmp_path: Path) -> None:
+    """A porter searching for `skip = h.clone(); h += b` (no hazard anywhere: the remedy) finds it on the page
+    of code with no hazard, with its outcomes and its evidence, and "Find your code" says where that is."""
+    page = _page(tmp_path)
+    finder = page[page.index("## Find your code"):page.index("## torch → paddle")]
+    assert "`skip_clone`" in finder.split("Not here?")[0]  # a hazard's remedy, named in the table
+    assert "Not here? The 1 cases that are no hazard on any column are in [code with no hazard](#no-hazard-table)" \
+        in finder
+    section = page[page.index("## Code with no hazard"):]
+    assert '<a name="no-hazard-table"></a>' in section
+    assert ("| [skip = h.clone(); h += b](./compatibility/augmented.md#skip_clone) | `augmented` | ✅ | ✅ | – |"
+            in section)
+    assert "skip = h; h += b" not in section and "x.sin\\_() on a leaf" not in section  # hazards are not here
+
+
+def test_the_committed_guide_finds_every_hand_written_case_and_the_seed_articles_own_from_its_index() -> None:
+    """Every hand-written case that ran is in "Find your code" (a hazard) or on the page of code with no hazard;
+    the seed articles' own spellings (`y[:] = y + x`, `torch.add(x, y, out=y)`) are named in the index."""
+    index = (ROOT / "reports" / "PORTING.md").read_text(encoding="utf-8")
+    no_hazard = (ROOT / "reports" / "porting" / "no-hazard.md").read_text(encoding="utf-8")
+    cases = [c for c in load_cases([ROOT / "cases"])[0] if not c.generated]
+    finder = index[index.index("## Find your code"):index.index("## torch → paddle")]
+    missing = [c.id for c in cases if f"`{c.id}`" not in finder and f"#{c.id})" not in no_hazard
+               and f"-{c.id.replace('_', '-')})" not in finder]
+    assert not missing, missing
+    assert "`y[:] = y + x writes into y's storage`" in finder
+    assert "`add(x, y, out=y) writes into y's storage`" in finder
+
+
 def test_the_cause_is_prose_with_code_and_no_markup(tmp_path: Path) -> None:
     page = _page(tmp_path)
     assert ("Why: paddle's Tensor has no `__iadd__`: `h += b` binds a new tensor \\<b\\>so\\</b\\> skip keeps the "

@@ -222,7 +222,8 @@ def render_porting(cases: Sequence[Case], records: Iterable[Record], remedies: R
     differ = [h for h in hazards if h not in alike]
     lines = [GENERATED, "", "# Porting between PyTorch and Paddle: in-place and aliasing hazards", ""]
     lines += _introduction(guide, hazards, differ, alike)
-    lines += _finder(guide, hazards, alike)
+    no_hazard = [c for c in cases if not c.generated and c.id not in remedies.hazards and c.id in guide.cells]
+    lines += _finder(guide, hazards, alike, no_hazard)
     for src, dst in ((SOURCE, TARGET), (TARGET, SOURCE)):
         lines += _direction(guide, [h for h in differ if guide.ported(h.case.id, src)], src, dst)
     lines += ["## The same on both", "",
@@ -230,6 +231,7 @@ def render_porting(cases: Sequence[Case], records: Iterable[Record], remedies: R
               "safe spelling is what to write on either).", ""]
     lines += _families(guide, alike, None, None)
     lines += _converter_section(guide)
+    lines += _no_hazard_section(guide, no_hazard)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -237,6 +239,28 @@ def _alike(guide: _Guide, case_id: str) -> bool:
     """One outcome on every version of both frameworks, and the same one."""
     seen = {o for fw in (SOURCE, TARGET) for o in guide.outcomes(case_id, fw).values()}
     return len(seen) == 1 and all(guide.outcomes(case_id, fw) for fw in (SOURCE, TARGET))
+
+
+#: The catalogue's topic of the seed articles' own examples (cases/seed/): the code a reader of them writes.
+SEED_TOPIC = "seed"
+#: The heading of the cases that are no hazard on any column (a page of its own once the guide is split).
+NO_HAZARD = "Code with no hazard"
+NO_HAZARD_ANCHOR = "no-hazard-table"
+
+
+def _no_hazard_section(guide: _Guide, cases: Sequence[Case]) -> list[str]:
+    """A row per case that is no hazard on any column (``y[:] = y + x``, ``torch.add(x, y, out=y)``): code a
+    porter searches for finds that it behaves alike, with its evidence."""
+    rows = [[f"[{cell(text(case.title))}]({guide.link(case.id)})", code(case.topic),
+             _symbols(guide.outcomes(case.id, SOURCE).values()), _symbols(guide.outcomes(case.id, TARGET).values()),
+             guide.conversions[case.id].verdict if case.id in guide.conversions else "–"]
+            for case in sorted(cases, key=lambda c: (c.topic, c.id))]
+    if not rows:
+        return []
+    return ([f"## {NO_HAZARD}", f'<a name="{NO_HAZARD_ANCHOR}"></a>', "",
+             f"The {len(rows)} hand-written cases that are no hazard: no framework raises, is wrong, or copies where "
+             "another shares, on any column. Each links to its cells' evidence.", ""]
+            + table(["your code", "family", "torch", "paddle", "PaConvert"], rows) + [""])
 
 
 def _home(guide: _Guide, case_id: str, alike: Sequence[Hazard]) -> str:
@@ -275,8 +299,9 @@ def _introduction(guide: _Guide, hazards: list[Hazard], differ: list[Hazard], al
     return lines + [""]
 
 
-def _finder(guide: _Guide, hazards: list[Hazard], alike: list[Hazard]) -> list[str]:
-    """A row per hazard: the code, its family, the frameworks' outcomes, the converter, the remedy."""
+def _finder(guide: _Guide, hazards: list[Hazard], alike: list[Hazard], no_hazard: Sequence[Case]) -> list[str]:
+    """A row per hazard: the code, its family, the frameworks' outcomes, the converter, the remedy; then where
+    the code that is no hazard is, naming the seed articles' own examples among it."""
     rows = []
     for hazard in hazards:
         case = hazard.case
@@ -287,10 +312,16 @@ def _finder(guide: _Guide, hazards: list[Hazard], alike: list[Hazard]) -> list[s
                      conversion.verdict if conversion else "–",
                      ", ".join(code(r) for r in case.remedy) or ("none" if case.no_remedy else "–")])
     legend = " ".join(f"{SYMBOLS[o]} {o}" for o in ORDER if o not in ("error", "skipped"))
+    seeds = [case for case in no_hazard if case.topic == SEED_TOPIC]
+    elsewhere = ([f"Not here? The {len(no_hazard)} cases that are no hazard on any column are in "
+                  f"[{NO_HAZARD.lower()}](#{NO_HAZARD_ANCHOR})"
+                  + (", the seed articles' own among them: " + "; ".join(code(c.title) for c in seeds) if seeds
+                     else "") + ".", ""] if no_hazard else [])
     return (["## Find your code", "",
              "Search this table for what your code does (the case titles are code); the symbols are every outcome "
              f"over the versions ({legend}).", ""]
-            + table(["your code", "family", "torch", "paddle", "PaConvert", "write instead"], rows) + [""])
+            + table(["your code", "family", "torch", "paddle", "PaConvert", "write instead"], rows) + [""]
+            + elsewhere)
 
 
 def _entry_anchor(case_id: str, direction: str | None) -> str:

@@ -3,7 +3,8 @@
 The whole guide (:func:`conformance.report.porting.render_porting`) is one page of several hundred KB,
 slow to open and to search on GitHub.  Split, ``PORTING.md`` keeps its introduction and "Find your code"
 (a row per hazard, linked to its entry), and lists the family pages of each direction; each family page
-(``porting/torch-to-paddle-augmented.md``) holds its entries, and "What PaConvert does" has its own.  Every
+(``porting/torch-to-paddle-augmented.md``) holds its entries, and "What PaConvert does" and "Code with no
+hazard" have their own.  Every
 link is rewritten to the page that now holds its anchor, and a relative link of a page in the folder gains
 its ``../``.
 """
@@ -19,6 +20,9 @@ _ANCHOR = re.compile(r'<a name="([^"]+)"></a>')
 #: An entry opens with its title in bold: a full one on its own line, a brief one as a list item.
 _ENTRY = re.compile(r"^(?:- )?\*\*", re.M)
 _LINK = re.compile(r"\]\(([^)\s]*)\)")
+#: The sections of the guide with a page of their own, whole: heading -> (file, the words of its first line).
+_OWN_PAGES = {"What PaConvert does": ("paconvert.md", "PaConvert"),
+              "Code with no hazard": ("no-hazard.md", "no hazard")}
 #: The first line of a family page, before its link up to the index is written in (after relinking).
 _UP = "{{up}} · {words}"
 
@@ -47,9 +51,10 @@ def split_guide(page: str, index_name: str, folder: str) -> tuple[str, dict[str,
             direction = _slug(line[3:].replace("→", "to"))
             index.append(line)
             current = None
-            if line.startswith("## What PaConvert does"):
-                name = "paconvert.md"
-                current = pages[name] = [generated, "", _UP.format(words="PaConvert"), "", "# " + line[3:], ""]
+            own = next((page for heading, page in _OWN_PAGES.items() if line.startswith("## " + heading)), None)
+            if own is not None:
+                name, words = own
+                current = pages[name] = [generated, "", _UP.format(words=words), "", "# " + line[3:], ""]
                 index += ["", f"A page of its own: [{line[3:]}]({folder}/{name})."]
             continue
         if not fence and line.startswith("### "):
