@@ -231,6 +231,37 @@ def test_every_link_is_relative_and_leads_to_a_file_of_the_site(site: Path) -> N
         assert "fetch(" not in text
 
 
+def test_an_upgrade_step_shows_each_changed_case_once_with_what_every_mode_does(site: Path) -> None:
+    """torch 2.12.1 -> 2.13.0 changes cells eager and compiled: a maintainer reads each changed case in one row,
+    a column per mode, before each mode's ranked detail (the eager and compiled rows used to be apart)."""
+    from conformance.site.steps import upgrade_steps
+    from conformance.report.render import load_sources
+
+    _, sources = load_sources(_committed())
+    [step] = [s for s in upgrade_steps(_committed(), sources, _controls()) if s.name == "torch-2.12.1-2.13.0"]
+    assert len(step.comparisons) >= 2 and all(c.changes for c in step.comparisons)
+    page = (site / "upgrades" / f"{step.name}.html").read_text(encoding="utf-8")
+    table = page.split('<h2 id="every-mode">', 1)[1].split("</table>", 1)[0]
+    assert page.index('<h2 id="every-mode">') < page.index('<table class="changes">')
+    rows = dict(re.findall(r'<tr data-case="([^"]+)">(.*?)</tr>', table))
+    expected = {change.case for c in step.comparisons for change in c.changes}
+    assert set(rows) == expected
+    for at, comparison in enumerate(step.comparisons):
+        changed = {change.case: change for change in comparison.changes}
+        for case, row in rows.items():
+            cell = re.findall(r"<td>(.*?)</td>", row)[1 + at]
+            if case in changed:
+                assert cell.count('class="o ') == 2 and _label_of(changed[case].new) in cell, (case, cell)
+            else:
+                assert cell in ("unchanged", "only before", "only after"), (case, cell)
+
+
+def _label_of(cell: Any) -> str:
+    from conformance.outcomes import outcome_label
+
+    return outcome_label(cell.outcome, cell.correct)
+
+
 def test_pages_are_light(site: Path) -> None:
     """No page carries the matrix: a case page holds its own cells, the index the search entries by reference
     (the index and the search index list every case, and an upgrade page each cell that changed, at most a

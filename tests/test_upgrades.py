@@ -44,10 +44,40 @@ def test_the_upgrades_page_indexes_every_step_and_ranks_its_changes(line: list[P
     output = tmp_path / "UPGRADES.md"
     assert main(["upgrades", *map(str, line), "--output", str(output)]) == 0
     page = output.read_text()
-    assert "| [paddle 3.0.0 → 3.1.0 (cpu)](#paddle-300-to-310-cpu-eager) | 2 | 1 | 0 | 0 | 0 | 0 | 0 |" in page
-    assert '<a id="paddle-300-to-310-cpu-eager"></a>' in page
-    assert "### 1. became wrong" in page and "| `a` | cpu | raises | silent-wrong |" in page
+    assert "| [paddle 3.0.0 → 3.1.0 (cpu)](#paddle-300-to-310-cpu) | eager | 2 | 1 | 0 | 0 | 0 | 0 | 0 |" in page
+    assert '<a id="paddle-300-to-310-cpu"></a>' in page
+    assert "#### 1. became wrong" in page and "| `a` | cpu | raises | silent-wrong |" in page
     assert "paddle 3.1.0 -> 3.2.0 (cpu, eager): 0 changed of 2" in capsys.readouterr().out
+
+
+def test_a_step_s_eager_and_compiled_changes_are_read_in_one_place(tmp_path: Path) -> None:
+    """A maintainer upgrading torch 2.12.1 -> 2.13.0 reads what changes, eager and compiled, under one heading
+    (eager first), and finds its index rows side by side; before, the compiled steps came first, in a block
+    of their own, far from the eager ones."""
+    def mode_column(version: str, mode: str, outcomes: dict[str, str]) -> Path:
+        records = [{**record(case, outcome, version=version, **(raised() if outcome == "raises" else {})),
+                    "mode": mode} for case, outcome in outcomes.items()]
+        suffix = "" if mode == "eager" else "-compiled"
+        return write(tmp_path / f"torch-{version}-cpu{suffix}.jsonl", records)
+
+    files = [mode_column("2.12.1", "eager", {"a": "raises", "b": "silent-correct"}),
+             mode_column("2.13.0", "eager", {"a": "silent-wrong", "b": "silent-correct"}),
+             mode_column("2.12.1", "compile", {"a": "raises", "b": "silent-correct"}),
+             mode_column("2.13.0", "compile", {"a": "raises", "b": "silent-wrong"}),
+             mode_column("2.14.1", "eager", {"a": "silent-wrong", "b": "silent-correct"})]
+    output = tmp_path / "UPGRADES.md"
+    assert main(["upgrades", *map(str, files), "--output", str(output)]) == 0
+    page = output.read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| [torch")]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| [torch 2.12.1 → 2.13.0 (cpu)](#torch-2121-to-2130-cpu)", "eager"],
+        ["| [torch 2.12.1 → 2.13.0 (cpu)](#torch-2121-to-2130-cpu)", "compile"],
+        ["| [torch 2.13.0 → 2.14.1 (cpu)](#torch-2130-to-2141-cpu)", "eager"]]
+    step = page.split("## torch 2.12.1 → 2.13.0 (cpu)", 1)[1].split("\n## ", 1)[0]
+    eager, compiled = step.split("### eager", 1)[1].split("### compile", 1)
+    assert "| `a` | cpu | raises | silent-wrong |" in eager and "`b`" not in eager.split("changed of")[0]
+    assert "| `b` | cpu compile | silent-correct | silent-wrong |" in compiled
+    assert page.count("## torch 2.12.1 → 2.13.0 (cpu)") == 1
 
 
 def test_a_version_in_two_files_is_refused(line: list[Path], tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ def _runs(column_cells: dict[str, object]) -> bool:
 
 
 def upgrade_chain(paths: Iterable[Path | str], controls: Iterable[Path | str] = ()) -> list[Comparison]:
-    """One comparison per neighbouring pair of versions, per framework, device and mode.  *controls*: results
+    """One comparison per neighbouring pair of versions, per framework, device and mode, in step order (by
+    framework, device and version, a step's modes together, eager first).  *controls*: results
     of a version run under another NumPy, which attribute the changes of a step whose two versions ran with
     different NumPy (``compare``'s control)."""
     controls = list(controls)
@@ -46,38 +47,59 @@ def upgrade_chain(paths: Iterable[Path | str], controls: Iterable[Path | str] = 
         if twice:
             raise BadInput(f"{' '.join(key)}: version(s) {', '.join(sorted(twice))} in more than one file")
         chain += [compare(old, new, control) for (_, old), (_, new) in zip(versions, versions[1:])]
-    return chain
+    return sorted(chain, key=_step_order)
+
+
+def _step_order(comparison: Comparison) -> tuple:
+    """By framework, device and version, a step's modes together (eager first): what one upgrade changes is
+    read in one place."""
+    key = comparison.pairs[0][1].sort_key  # framework, version, device order, device, not eager, mode
+    return key[0], key[2], key[3], key[1], key[4], key[5]
 
 
 def _anchor(comparison: Comparison) -> str:
+    """A step's anchor (every mode of a release on a device is one step)."""
     old, new = comparison.pairs[0]
-    words = f"{new.framework} {old.version} to {new.version} {new.device} {new.mode}"
+    words = f"{new.framework} {old.version} to {new.version} {new.device}"
     return re.sub(r"[^a-z0-9]+", "-", words.replace(".", "").lower()).strip("-")
 
 
+def _steps(chain: list[Comparison]) -> list[list[Comparison]]:
+    """The chain (in step order) as steps: a release against the one before it on one device, every mode."""
+    steps: dict[tuple, list[Comparison]] = {}
+    for comparison in chain:
+        old, new = comparison.pairs[0]
+        steps.setdefault((new.framework, new.device, old.version, new.version), []).append(comparison)
+    return list(steps.values())
+
+
+def _step_title(comparison: Comparison) -> str:
+    old, new = comparison.pairs[0]
+    return f"{new.framework} {old.version} → {new.version} ({new.device})"
+
+
 def render_upgrades(chain: list[Comparison]) -> str:
-    """An index of every step (counts by severity), then each step's changes."""
+    """An index of every step (counts by severity, a row per mode), then each step's changes, mode by mode."""
     lines = ["# Upgrade chain", "",
-             "Each release against the one before it, per framework, device and mode, from the committed",
-             "results; a change is ranked as `conformance diff` ranks it (new silent-wrong first), and an API",
-             "that arrives is new API, never a change for the worse. Where a step's two versions ran with",
-             "different NumPy it says so, and a control column (one version under the other NumPy,",
-             "`reports/controls/`) marks each change as NumPy's or the framework's. Any two versions:",
+             "Each release against the one before it, per framework and device, every mode of a step together",
+             "(eager, then the compiled modes); a change is ranked as `conformance diff` ranks it (new",
+             "silent-wrong first), and an API that arrives is new API, never a change for the worse. Where a",
+             "step's two versions ran with different NumPy it says so, and a control column (one version under the",
+             "other NumPy, `reports/controls/`) marks each change as NumPy's or the framework's. Any two versions:",
              "`conformance diff torch==2.4.1 torch==2.15.0`.", ""]
+    steps = _steps(chain)
     rows = []
-    for comparison in chain:
-        old, new = comparison.pairs[0]
-        where = new.device + ("" if new.mode == "eager" else f", {new.mode}")
-        title = f"{new.framework} {old.version} → {new.version} ({where})"
-        rows.append([f"[{text(title)}](#{_anchor(comparison)})", str(comparison.compared),
-                     *short_counts(comparison)])
-    lines += table(["upgrade", "cells compared", *(f"{rank}. {name}" for rank, name in SHORT_NAMES.items())], rows)
-    for comparison in chain:
-        old, new = comparison.pairs[0]
-        where = new.device + ("" if new.mode == "eager" else f", {new.mode}")
-        lines += ["", f'<a id="{_anchor(comparison)}"></a>', "",
-                  f"## {text(f'{new.framework} {old.version} → {new.version} ({where})')}", ""]
-        lines += markdown_sections(comparison, level=3)
+    for modes in steps:
+        for comparison in modes:
+            rows.append([f"[{text(_step_title(comparison))}](#{_anchor(comparison)})",
+                         text(comparison.pairs[0][1].mode), str(comparison.compared), *short_counts(comparison)])
+    lines += table(["upgrade", "mode", "cells compared", *(f"{rank}. {name}" for rank, name in SHORT_NAMES.items())],
+                   rows)
+    for modes in steps:
+        lines += ["", f'<a id="{_anchor(modes[0])}"></a>', "", f"## {text(_step_title(modes[0]))}", ""]
+        for comparison in modes:
+            lines += [f"### {text(comparison.pairs[0][1].mode)}", ""]
+            lines += markdown_sections(comparison, level=4)
     return "\n".join(lines) + "\n"
 
 

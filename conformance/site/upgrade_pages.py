@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from conformance.outcomes import outcome_label
 from conformance.report.diff import SEVERITIES, SHORT_NAMES, Change, Comparison, short_counts
 from conformance.site.html import badge, esc, page, slug
 from conformance.site.steps import Step, comparison_where
@@ -15,10 +16,6 @@ __all__ = ["render_step", "render_steps_index", "step_file"]
 def step_file(step: Step) -> str:
     """The page of a step, from the site's top folder."""
     return f"upgrades/{step.name}.html"
-
-
-def _label(outcome: str, correct: bool | None) -> str:
-    return outcome + (" (wrong result)" if outcome == "warns" and correct is False else "")
 
 
 def _detail(change: Change) -> str:
@@ -40,8 +37,9 @@ def _change(change: Change, titles: dict[str, str], columns: bool) -> str:
             f'data-severity="{change.severity}"><td>{link}'
             + (f'<br><small>{esc(title)}</small>' if title else "")
             + "</td>" + (f"<td>{esc(column.device)}, {esc(column.mode)}</td>" if columns else "")
-            + f"<td>{badge(old.outcome, _label(old.outcome, old.correct))}</td>"
-            f"<td>{badge(new.outcome, _label(new.outcome, new.correct))}</td><td>{esc(_detail(change))}</td></tr>")
+            + "".join(f"<td>{badge(side.outcome, outcome_label(side.outcome, side.correct))}</td>"
+                      for side in (old, new))
+            + f"<td>{esc(_detail(change))}</td></tr>")
 
 
 def _comparison(comparison: Comparison, titles: dict[str, str]) -> str:
@@ -69,6 +67,40 @@ def _comparison(comparison: Comparison, titles: dict[str, str]) -> str:
     return "".join(parts)
 
 
+def _modes_together(step: Step, titles: dict[str, str]) -> str:
+    """Where a step compares several modes: every case any of them changed, one row, a column per mode (its
+    change there, or that it kept its outcome), most severe first; the sections below give each mode's detail."""
+    modes = [c for c in step.comparisons if len(c.pairs) == 1]
+    if len(modes) < 2 or not any(c.changes for c in modes):
+        return ""
+    changed: dict[str, dict[int, Change]] = {}
+    for at, comparison in enumerate(modes):
+        for change in comparison.changes:
+            changed.setdefault(change.case, {})[at] = change
+    order = sorted(changed, key=lambda case: (min(c.severity for c in changed[case].values()), case))
+    head = "".join(f"<th>{esc(comparison_where(c))}</th>" for c in modes)
+    rows = []
+    for case in order:
+        title = titles.get(case)
+        link = f'<a href="../cases/{esc(case)}.html">{esc(case)}</a>' if title is not None else esc(case)
+        cells = []
+        for at, comparison in enumerate(modes):
+            change = changed[case].get(at)
+            if change is None:
+                absent = ("only before" if any(c == case for c, _ in comparison.only_old) else
+                          "only after" if any(c == case for c, _ in comparison.only_new) else "unchanged")
+                cells.append(f"<td>{absent}</td>")
+                continue
+            cells.append("<td>" + " → ".join(badge(side.outcome, outcome_label(side.outcome, side.correct))
+                                             for side in (change.old, change.new)) + "</td>")
+        rows.append(f'<tr data-case="{esc(case)}"><td>{link}</td>{"".join(cells)}</tr>')
+    return (f"<h2 id=\"every-mode\">Every mode at once ({len(order)} cases)</h2>\n<p>Each case this step changes in "
+            "any mode, with what it does in each; the sections below rank each mode's changes and give their "
+            "detail.</p>\n"
+            f'<table class="changes modes"><thead><tr><th>case</th>{head}</tr></thead>\n<tbody>\n'
+            + "\n".join(rows) + "\n</tbody></table>\n")
+
+
 def render_step(step: Step, steps: Sequence[Step], titles: dict[str, str]) -> str:
     """One step's page; *titles*: case id -> title, for the cases that have a page."""
     line = [s for s in steps if s.framework == step.framework and s.jump == step.jump]
@@ -82,7 +114,7 @@ def render_step(step: Step, steps: Sequence[Step], titles: dict[str, str]) -> st
             f"<p>{kind}, per device and mode, ranked as <code>conformance diff {esc(step.framework)}=="
             f"{esc(step.old)} {esc(step.framework)}=={esc(step.new)}</code> ranks them (a new silent-wrong first). "
             f'<a href="index.html">All steps</a>' + (" · " + " · ".join(around) if around else "") + "</p>\n"
-            + "".join(_comparison(c, titles) for c in step.comparisons))
+            + _modes_together(step, titles) + "".join(_comparison(c, titles) for c in step.comparisons))
     return page(f"{step.title}: what changes", body, "../")
 
 
