@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance.report.readme import current_block, with_block
+from conformance.report.readme import (COST_BEGIN, COST_END, COST_FILE, current_block, current_cost,
+                                       quick_start_commands, tox_dependencies, with_block)
 
 from .conftest import ROOT
 
@@ -34,6 +35,7 @@ def test_the_readme_s_numbers_are_what_the_catalogue_and_the_committed_results_g
 def test_the_readme_is_short_and_finds_every_page_of_the_docs() -> None:
     text = README.read_text(encoding="utf-8")
     written = text.split("<!-- the numbers below")[0] + text.split("<!-- end of the written numbers -->")[1]
+    written = written.split(COST_BEGIN)[0] + written.split(COST_END)[1]
     assert len(written.splitlines()) <= 200, "the README is for a newcomer: move the rest into docs/"
     linked = {target.split("#")[0] for target in _LINK.findall(text)}
     assert not [page.name for page in PAGES[1:] if f"docs/{page.name}" not in linked]
@@ -52,3 +54,29 @@ def test_every_link_between_the_readme_and_the_docs_leads_somewhere() -> None:
             elif anchor and where.suffix == ".md" and anchor not in _anchors(where):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, broken
+
+
+def test_the_set_up_cost_the_readme_states_is_the_one_measured_for_these_commands_and_environments() -> None:
+    """The quick start's disk and minutes come from benchmarks/setup_cost.py's runs of the two commands on a
+    fresh clone, from PyPI (torch's CUDA build, what a new machine gets) and from a local CPU wheel; a change
+    to the commands or to the environments' dependencies makes the measurement stale."""
+    import json
+
+    text = README.read_text(encoding="utf-8")
+    assert with_block(text, current_cost(ROOT), COST_BEGIN, COST_END) == text, (
+        "README.md's set-up cost is stale: run `python -m conformance.report.readme README.md` (tox -e report)")
+    measured = json.loads((ROOT / COST_FILE).read_text(encoding="utf-8"))["measured"]
+    assert {m["torch_from"] for m in measured} >= {"PyPI"}, "what a fresh machine pays (torch from PyPI) is measured"
+    commands = quick_start_commands(text)
+    assert [env for env, _ in commands] == ["matrix", "tests"]
+    deps = tox_dependencies((ROOT / "tox.ini").read_text(encoding="utf-8"))
+    for found in measured:
+        assert [(c["env"], c["command"]) for c in found["commands"]] == commands, (
+            f"{found['torch_from']}: measured other commands; run benchmarks/setup_cost.py again")
+        assert found["deps"] == deps, (f"{found['torch_from']}: measured with other dependencies than tox.ini's; run "
+                                       "benchmarks/setup_cost.py again")
+        assert all(c["seconds"] > 0 and c["env_bytes"] > 0 and c["ran_seconds"] for c in found["commands"])
+        assert found["commands"][0]["status"] == 0, f"{found['torch_from']}: the main job failed when measured"
+    pypi = next(m for m in measured if m["torch_from"] == "PyPI")
+    assert all(c["torch_build"].startswith("cu") for c in pypi["commands"]), "PyPI's torch 2.13.0 is a CUDA build"
+    assert "of disk and" in current_cost(ROOT) and "Not measured yet" not in current_cost(ROOT)

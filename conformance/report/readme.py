@@ -4,7 +4,9 @@ The README says how many cases there are, how many are hazards with a verified r
 hand-written cases are silently wrong on the newest committed release of each framework: counts a reader
 takes as true, which went stale as soon as a case was added.  They live between two markers in the
 README, and ``python -m conformance.report.readme README.md`` (the report env runs it) writes them again;
-a test holds the committed README to what the catalogue and the results give.
+a test holds the committed README to what the catalogue and the results give.  The set-up cost of the
+quick start is written the same way, between markers of its own, from what ``benchmarks/setup_cost.py``
+measured (``docs/setup-cost.json``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from typing import Iterable, Sequence
 from conformance.case.model import Case
 from conformance.records.record import EAGER, Record
 
-__all__ = ["BEGIN", "END", "current_block", "render_block", "with_block"]
+__all__ = ["BEGIN", "COST_BEGIN", "COST_END", "END", "current_block", "current_cost", "quick_start_commands",
+           "render_block", "render_cost", "tox_dependencies", "with_block"]
 
 BEGIN = "<!-- the numbers below are written by `python -m conformance.report.readme README.md` (tox -e report) -->"
 END = "<!-- end of the written numbers -->"
+COST_BEGIN = ("<!-- what the two commands cost, written from docs/setup-cost.json (benchmarks/setup_cost.py measures "
+              "it) by `python -m conformance.report.readme README.md` -->")
+COST_END = "<!-- end of the measured cost -->"
+#: The measurements the README's cost is written from.
+COST_FILE = Path("docs") / "setup-cost.json"
 
 _MARKS = {"silent-wrong": "❌", "crash": "💥", "timeout": "⏱️", "warns": "⚠️", "raises": "🛑", "silent-correct": "✅",
           "aliases": "🔗", "copies": "📄", "unsupported": "➖", "error": "🐞", "skipped": "⏭️"}
@@ -74,7 +82,7 @@ def render_block(cases: Sequence[Case], records: Sequence[Record]) -> str:
     for topic, case in wrong:
         row = cells[case]
         lines.append(f"| {topic}/`{case}` | " + " | ".join(
-            f"{_MARKS.get(row[f].outcome, '')} {row[f].outcome}" if f in row else "" for f in frameworks) + " |")
+            f"{_MARKS.get(row[f].outcome, '')} {row[f].outcome_label}" if f in row else "" for f in frameworks) + " |")
     lines += ["", f"Every case of the catalogue ({len(cases)}), by outcome:", ""]
     for framework in frameworks:
         counts = Counter(r.outcome for row in cells.values() for f, r in row.items() if f == framework)
@@ -92,13 +100,93 @@ def _label(framework: str, version: str) -> str:
     return f"{framework} {version}"
 
 
-def with_block(readme: str, block: str) -> str:
-    """*readme* with its written block replaced by *block*; a README without the markers is refused."""
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"the README has no block to write between {BEGIN!r} and {END!r}")
-    head, _, rest = readme.partition(BEGIN)
-    _, _, tail = rest.partition(END + "\n")
+def with_block(readme: str, block: str, begin: str = BEGIN, end: str = END) -> str:
+    """*readme* with its written block (between *begin* and *end*) replaced by *block*; a README without the
+    markers is refused."""
+    if begin not in readme or end not in readme:
+        raise ValueError(f"the README has no block to write between {begin!r} and {end!r}")
+    head, _, rest = readme.partition(begin)
+    _, _, tail = rest.partition(end + "\n")
     return head + block + tail
+
+
+def quick_start_commands(readme: str) -> list[tuple[str, str]]:
+    """The quick start's two commands, each with the tox environment it runs: what a newcomer types."""
+    return [(found.group(1), found.group(0))
+            for found in re.finditer(r"^python3 -m venv \.venv && .*tox -e (\S+)$", readme, re.M)]
+
+
+def tox_dependencies(tox_ini: str) -> dict[str, list[str]]:
+    """The dependencies of the two environments the quick start builds (``[testenv:matrix]``, ``[testenv:tests]``):
+    what decides their size and set-up time, so a measurement of other ones is stale."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(tox_ini)
+    return {env: sorted(line.strip() for line in parser.get(f"testenv:{env}", "deps", fallback="").splitlines()
+                        if line.strip() and not line.strip().startswith("#"))
+            for env in ("matrix", "tests")}
+
+
+def _gb(count: float) -> str:
+    return f"{count / 1e9:.1f} GB"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def render_cost(measured: Sequence[dict], deps: dict[str, list[str]]) -> str:
+    """The README's "What it costs", from the measurements of ``benchmarks/setup_cost.py``: from PyPI (the CUDA
+    build of torch) and from a local CPU wheel, whichever were measured."""
+    pins = dict(re.match(r"([A-Za-z0-9_.-]+)==(\S+)", d).groups() for d in deps.get("tests", []) if "==" in d)
+    holding = f"torch {pins.get('torch', '?')} and paddle {pins.get('paddlepaddle', '?')}"
+    lines = [COST_BEGIN, ""]
+    said = [f"**What it costs.** Each command builds its own tox environment holding {holding} (the first adds "
+            "PaConvert)."]
+    by_source = {m["torch_from"]: m for m in measured}
+    ran = None
+    for source, where in (("PyPI", "From PyPI"), ("this machine's pip configuration", "Where pip finds torch's "
+                                                  "CPU wheel (`PIP_FIND_LINKS` naming a folder that holds it)")):
+        found = by_source.get(source)
+        if found is None:
+            continue
+        total = sum(c["seconds"] for c in found["commands"])
+        running = sum(c["ran_seconds"] or 0 for c in found["commands"])
+        builds = sorted({c["torch_build"] or "?" for c in found["commands"]})
+        envs = " and ".join(_gb(c["env_bytes"]) for c in found["commands"])
+        disk = found["clone_bytes"] + found["pip_cache_growth_bytes"]
+        kind = "its CUDA build" if any(b.startswith("cu") for b in builds) else "its CPU build"
+        said.append(f"{where}, torch is {kind} ({', '.join(builds)}; it runs on CPU) and the two commands took "
+                    f"**{_gb(disk)} of disk and {_minutes(total)}** on a fresh {found['cores']}-core machine "
+                    f"(the environments {envs}, pip's download cache {_gb(found['pip_cache_growth_bytes'])}; "
+                    f"{_minutes(total - running)} of it setting up).")
+        ran = ran or found
+    if ran is not None:
+        matrix, tests = ran["commands"][0], ran["commands"][-1]
+        said.append(f"Once installed, the matrix itself runs in {_minutes(matrix['ran_seconds'] or 0)} and the "
+                    f"tests in {_minutes(tests['ran_seconds'] or 0)} on {ran['cores']} cores (measured by "
+                    f"`benchmarks/setup_cost.py` on commit {ran['commit']}, {ran['date']}).")
+    else:
+        said.append("Not measured yet: run `python benchmarks/setup_cost.py --record docs/setup-cost.json`.")
+    lines += _wrapped(" ".join(said)) + ["", COST_END]
+    return "\n".join(lines) + "\n"
+
+
+def _wrapped(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def current_cost(root: Path | str = ".") -> str:
+    """The cost block as ROOT/docs/setup-cost.json gives it."""
+    import json
+
+    root = Path(root)
+    path = root / COST_FILE
+    measured = json.loads(path.read_text(encoding="utf-8")).get("measured", []) if path.is_file() else []
+    return render_cost(measured, tox_dependencies((root / "tox.ini").read_text(encoding="utf-8")))
 
 
 def current_block(root: Path | str = ".") -> str:
@@ -128,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args[0])
     try:
         text = with_block(path.read_text(encoding="utf-8"), current_block(path.parent))
+        text = with_block(text, current_cost(path.parent), COST_BEGIN, COST_END)
         write_file(path, text)
     except (OSError, ValueError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
