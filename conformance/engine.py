@@ -36,6 +36,7 @@ from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
 from conformance.judge.classify import Partly, Unjudged, classify, misses_in_float32, wrong_result
 from conformance.judge.kept import is_kept, keep_answer, kept_answer
+from conformance.program.rendered import RunPrograms
 from conformance.recent import Recent
 from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
@@ -133,6 +134,7 @@ class Engine:
         #: Whether each cell's worker also writes the cell's reproducer, which the cell's result then carries
         #: (``program``): a run that keeps its programs (records/programs.py) gets them as its cells end.
         self.keeps_programs = keeps_programs
+        self._programs: RunPrograms | None = None  # the programs kept for the cells, and those written now
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
         # What is kept per case, for the most recent cases only (a case's cells run one after another; one
         # asked for again after it left is computed again): the parent's memory stays flat in the cases.
@@ -334,14 +336,38 @@ class Engine:
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
         request = {"cmd": "run", "device": device, "mode": mode}
-        if self.keeps_programs and not getattr(_adapters().get(framework), "isolated", True):
-            request["keep"] = True  # a converter's program is its conversion of another's: never kept
+        if self._keeps(framework) and self._kept_programs().kept(case, framework, device, mode) is None:
+            request["keep"] = True  # written by the worker that runs the cell, right after it
         ticket = self.pool.submit(framework, request, self._timeout(case),
                                   case=(key[0], functools.partial(self._message, case)),
                                   on_reply=functools.partial(self._answered, case, framework))
         self._tickets[key] = ticket
         self._ahead[framework] = self._ahead.get(framework, 0) + 1
         return ticket
+
+    def _keeps(self, framework: str) -> bool:
+        """Whether a cell of *framework* keeps its program (a converter's program is its conversion of
+        another's: never kept)."""
+        return self.keeps_programs and not getattr(_adapters().get(framework), "isolated", True)
+
+    def _kept_programs(self) -> RunPrograms:
+        if self._programs is None:
+            self._programs = RunPrograms()
+        return self._programs
+
+    def _program(self, case: Case, framework: str, device: str, mode: str, reply: dict[str, Any]) -> None:
+        """The cell's program into its reply (``kept``): the one its worker wrote (kept for the next run), or
+        the one kept for the case as it is; a cell whose worker died gets one written by its successor."""
+        programs = self._kept_programs()
+        if isinstance(reply.get("kept"), dict):
+            programs.wrote(case, framework, device, mode, reply["kept"])
+        elif reply.get("status") in ("completed", "raised", "unsupported"):
+            kept = programs.kept(case, framework, device, mode)
+            if kept is not None:
+                reply["kept"] = kept
+        elif reply.get("status") in ("crash", "timeout"):
+            kept = programs.kept(case, framework, device, mode)
+            reply["kept"] = kept if kept is not None else self._reproducer(case, framework, device, mode)
 
     def _answered(self, case: Case, framework: str, ticket: Ticket) -> None:
         """A worker's reader thread, on a reply: a result to judge makes the case's reference due, and the
@@ -541,8 +567,8 @@ class Engine:
             version = installed(framework)[1] or "unknown"
             try:
                 reply, worker_info, seconds = self._execute_timed(case, framework, device, mode)
-                if self.keeps_programs and reply.get("status") in ("crash", "timeout") and not cls.isolated:
-                    reply["kept"] = self._reproducer(case, framework, device, mode)
+                if self._keeps(framework):
+                    self._program(case, framework, device, mode, reply)
             except Exception as exc:  # noqa: BLE001 - a fault of the harness's own bookkeeping: one cell
                 reply = {"status": "error", "message": f"the harness could not run this cell: "
                                                        f"{type(exc).__name__}: {exc}"}
@@ -698,6 +724,8 @@ class Engine:
         return reply, ticket.info, ticket.seconds
 
     def close(self) -> None:
+        if self._programs is not None:
+            self._programs.save()
         self.pool.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)

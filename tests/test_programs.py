@@ -132,7 +132,8 @@ def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_
     site.mkdir()
     (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
     log = tmp_path / "renders.log"
-    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}  # no program kept by another test
     results = tmp_path / "r.jsonl"
     ran = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "--framework", FRAMEWORK, "--device", "cpu",
                   "--results", str(results), "--no-baselines", env=env)
@@ -147,7 +148,8 @@ def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_
     assert sorted(key[4] for key in kept) == sorted(names)
     assert not programs_path(results).with_name(programs_path(results).name + ".spool").exists()
     for (_, _, _, _, case), entry in kept.items():
-        shown = run_cli(tmp_path, "show", case, "--framework", FRAMEWORK, "--paths", ".", "--no-run")
+        shown = run_cli(tmp_path, "show", case, "--framework", FRAMEWORK, "--paths", ".", "--no-run",
+                        env={"CONFORMANCE_CACHE_DIR": env["CONFORMANCE_CACHE_DIR"]})
         assert shown.returncode == 0 and entry["source"] == shown.stdout  # what `conformance show` prints
     before = programs_path(results).read_text(encoding="utf-8")
 
@@ -156,6 +158,7 @@ def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_
                       "--framework", FRAMEWORK, "--device", "cpu", "--results", str(results), "--no-baselines",
                       "--resume", env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # the one cell it runs: the `show`s above found the programs the first run kept, so they wrote none
     assert _renders(log) == [f"clone_then_requires_grad {FRAMEWORK} harness",
                              f"clone_then_requires_grad {FRAMEWORK} reproducer"]
     after = load_programs([results])
@@ -164,6 +167,44 @@ def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_
     assert all(line in programs_path(results).read_text(encoding="utf-8").splitlines()
                for line in before.splitlines()[1:-1] if line.endswith(","))
     assert "programs:" not in resumed.stdout  # no cell without its program
+
+
+@needs_framework
+def test_a_later_run_takes_the_programs_an_earlier_one_wrote_and_writes_those_of_changed_cases(tmp_path: Path) -> None:
+    """A program depends on the case, the framework version, device, mode and this code, never on the run: a
+    second run over the same cache writes no reproducer (a worker's time on every cell of every run), keeps
+    the same programs, and a case whose content changed gets its program written afresh."""
+    names = ["leaf_sin_inplace", "iadd_keeps_storage"]
+    for name in names:
+        shutil.copy(SEED / f"{name}.yaml", tmp_path / f"{name}.yaml")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
+    log = tmp_path / "renders.log"
+    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(results: Path) -> dict:
+        ran = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "--framework", FRAMEWORK, "--device",
+                      "cpu", "--results", str(results), "--no-baselines", env=env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        return load_programs([results])
+
+    first = run(tmp_path / "first.jsonl")
+    assert sum(line.endswith("reproducer") for line in _renders(log)) == len(names)
+    log.unlink()
+    second = run(tmp_path / "second.jsonl")
+    assert _renders(log) == sorted(f"{name} {FRAMEWORK} harness" for name in names)
+    assert {key[4]: entry["source"] for key, entry in second.items()} == \
+        {key[4]: entry["source"] for key, entry in first.items()}
+    changed = tmp_path / "iadd_keeps_storage.yaml"
+    changed.write_text(changed.read_text(encoding="utf-8").replace("title: ", "title: retitled, ", 1), encoding="utf-8")
+    log.unlink()
+    third = run(tmp_path / "third.jsonl")
+    assert _renders(log) == sorted([f"iadd_keeps_storage {FRAMEWORK} reproducer"]
+                                   + [f"{name} {FRAMEWORK} harness" for name in names])
+    [retitled] = [entry for key, entry in third.items() if key[4] == "iadd_keeps_storage"]
+    assert "# iadd_keeps_storage: retitled, " in retitled["source"]
 
 
 def _entry(case: str, text: str = "", version: str = "2.13.0") -> dict:

@@ -12,7 +12,6 @@ written there by anyone else, is rendered afresh, never printed as the case's re
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -21,14 +20,15 @@ from typing import Any, Callable, Iterable
 from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
 from conformance.case.model import Case
 
-__all__ = ["Rendered", "answer", "case_key", "render_all", "sent_to"]
+__all__ = ["Rendered", "RunPrograms", "answer", "case_key", "render_all", "sent_to"]
 
 
 def case_key(case: Case) -> str:
-    """What identifies a case's program: its whole checked content (as its worker receives it), written
-    out field by field, so the same content gives the same key however its objects were made."""
-    content = json.dumps(dataclasses.asdict(case.slim()), sort_keys=True, default=repr)
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:32]
+    """What identifies a case's program: its whole checked content, as the bytes its worker receives
+    (``Case.pickled``, made once per case, or read with it from the cache): a program is rendered from
+    exactly those, and hashing them costs microseconds where writing the case out field by field cost
+    half a millisecond, which a run asking once per cell cannot pay."""
+    return hashlib.sha256(case.pickled()).hexdigest()[:32]
 
 
 class Rendered:
@@ -36,6 +36,7 @@ class Rendered:
 
     def __init__(self, framework: str, version: str | None, device: str, mode: str,
                  folder: Path | None = None) -> None:
+        self.version, self.folder = version, folder
         name = f"{framework}-{version or 'unknown'}-{device}-{mode}-{harness_fingerprint()}.json"
         self.path = (folder or cache_folder()) / "programs" / "".join(c if c.isalnum() or c in "-._" else "_"
                                                                       for c in name)
@@ -60,6 +61,49 @@ class Rendered:
         self.programs().update(replies)
         forget_other_code(self.path.parent)
         write_sealed(self.path, json.dumps(self._programs).encode("utf-8"))
+
+
+class RunPrograms:
+    """The programs a run keeps (``conformance run`` keeps each cell's reproducer beside its results), shared
+    with ``conformance show``: a cell whose program is kept for its framework version, device and mode needs
+    none written by its worker, and the programs the run's workers write are kept for the next run (and
+    every ``show``).  One per engine; the file of each framework version, device and mode is read once."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str, str], Rendered | None] = {}
+        self._fresh: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+
+    def _rendered(self, framework: str, device: str, mode: str) -> Rendered | None:
+        key = (framework, device, mode)
+        if key not in self._kept:
+            from conformance.adapter import installed
+
+            found, version = installed(framework)
+            self._kept[key] = Rendered(framework, version, device, mode) if found else None
+        return self._kept[key]
+
+    def kept(self, case: Case, framework: str, device: str, mode: str) -> dict[str, Any] | None:
+        """The cell's program, when one is kept for the case as it is (or this run's workers wrote it)."""
+        fresh = self._fresh.get((framework, device, mode))
+        if fresh is not None and (program := fresh.get(case_key(case))) is not None:
+            return program
+        rendered = self._rendered(framework, device, mode)
+        return rendered.get(case) if rendered is not None else None
+
+    def wrote(self, case: Case, framework: str, device: str, mode: str, program: dict[str, Any]) -> None:
+        """A program a worker wrote for the cell, to keep when the run ends."""
+        if isinstance(program.get("source"), str) and isinstance(program.get("code"), str):
+            self._fresh.setdefault((framework, device, mode), {})[case_key(case)] = {
+                "source": program["source"], "code": program["code"], "unsupported": program.get("unsupported")}
+
+    def save(self) -> None:
+        """Keep what the workers wrote, beside what is kept already (read again now: another run may have
+        kept some meanwhile); a cache that cannot be written keeps nothing, and the run is none the worse."""
+        for (framework, device, mode), programs in self._fresh.items():
+            rendered = self._rendered(framework, device, mode)
+            if rendered is not None and programs:
+                Rendered(framework, rendered.version, device, mode, rendered.folder).add(programs)
+        self._fresh.clear()
 
 
 #: Queues a request on a framework's worker: (message, timeout, case fields) -> its ticket, or None when
