@@ -80,3 +80,18 @@ def test_the_set_up_cost_the_readme_states_is_the_one_measured_for_these_command
     pypi = next(m for m in measured if m["torch_from"] == "PyPI")
     assert all(c["torch_build"].startswith("cu") for c in pypi["commands"]), "PyPI's torch 2.13.0 is a CUDA build"
     assert "of disk and" in current_cost(ROOT) and "Not measured yet" not in current_cost(ROOT)
+
+
+def test_the_readme_s_gpu_figures_are_the_committed_gpu_run_s_and_its_bound_the_command_s() -> None:
+    """Seed 004's figures as the GPU machine measured them (its committed log), and the GPU command's "at most 8
+    minutes" as the sum of its phases' default bounds (tools/gpu_column.sh)."""
+    text = README.read_text(encoding="utf-8")
+    log = (ROOT / "reports" / "gpu" / "torch-2.11.0-h200-log.txt").read_text(encoding="utf-8")
+    measured = re.search(r"F\.relu\(x\)\s+allocated\s+([\d,]+) bytes \(\s*([\d.]+) MiB\)", log)
+    assert measured, "the committed GPU log holds seed 004's measurement"
+    assert f"allocated {measured.group(1)} bytes ({measured.group(2)} MiB)" in text
+    assert re.search(r"F\.relu_\(x\)\s+allocated\s+0 bytes", log) and "`F.relu_` none" in text
+    script = (ROOT / "tools" / "gpu_column.sh").read_text(encoding="utf-8")
+    bounds = [int(b) for b in re.findall(r'"\$\{(?:EAGER|COMPILED|CONFIRM)_SECONDS:-(\d+)\}"', script)]
+    stated = int(re.search(r"at most (\d+) minutes", text).group(1))
+    assert len(bounds) == 3 and sum(bounds) + 30 <= stated * 60, (bounds, stated)  # 30 s to install and check
