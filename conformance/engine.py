@@ -724,8 +724,6 @@ class Engine:
         return reply, ticket.info, ticket.seconds
 
     def close(self) -> None:
-        if self._programs is not None:
-            self._programs.save()
         self.pool.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)

@@ -1,23 +1,27 @@
-"""The programs ``conformance show`` prints, kept between calls.
+"""The programs ``conformance show`` prints and ``conformance run`` keeps beside its results, kept between
+calls.
 
 Rendering a case's program needs its framework imported (an adapter asks the framework which
 spellings it has), and importing torch or paddle takes seconds: a reproducer should not.  So the
 first ``show`` for a framework version, device and mode renders every case it loaded in the one
-worker it starts, and keeps the programs in a file of the user's cache folder; a later ``show`` of
-any of those cases reads it there.  A kept program is used only for the same case (its exact
-content), framework version, device, mode, Python and harness code: anything else renders afresh.  The file
-is sealed with the user's own key (kept outside the cache folder): a program edited in the folder, or
-written there by anyone else, is rendered afresh, never printed as the case's reproducer.
+worker it starts, and keeps the programs in the user's cache folder; a later ``show`` of any of
+those cases reads it there.  A run keeps the programs its workers write the same way, and takes
+the kept one of each cell instead of having its worker write it again (a worker's time on every cell
+of every run).  A kept program is used only for the same case (its exact content), framework version,
+device, mode, Python and harness code: anything else renders afresh.  Each is a file of its own (a run
+looks up one per cell, and its memory stays flat in the number of cells), sealed with the user's own
+key (kept outside the cache folder): a program edited in the folder, or written there by anyone else,
+is rendered afresh, never printed as the case's reproducer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import os
 from typing import Any, Callable, Iterable
 
-from conformance.cache import cache_folder, forget_other_code, harness_fingerprint, read_sealed, write_sealed
+from conformance.cache import code_folder, read_sealed, write_sealed
 from conformance.case.model import Case
 
 __all__ = ["Rendered", "RunPrograms", "answer", "case_key", "render_all", "sent_to"]
@@ -32,46 +36,39 @@ def case_key(case: Case) -> str:
 
 
 class Rendered:
-    """The kept programs of one framework version, device and mode: ``{case key: reply}``."""
+    """The kept programs of one framework version, device and mode, a sealed file per case (by its key), in
+    this code's folder of the cache (``conformance.cache.code_folder``)."""
 
-    def __init__(self, framework: str, version: str | None, device: str, mode: str,
-                 folder: Path | None = None) -> None:
-        self.version, self.folder = version, folder
-        name = f"{framework}-{version or 'unknown'}-{device}-{mode}-{harness_fingerprint()}.json"
-        self.path = (folder or cache_folder()) / "programs" / "".join(c if c.isalnum() or c in "-._" else "_"
-                                                                      for c in name)
-        self._programs: dict[str, Any] | None = None
+    def __init__(self, framework: str, version: str | None, device: str, mode: str) -> None:
+        column = f"{framework}-{version or 'unknown'}-{device}-{mode}"
+        self._prefix = "".join(c if c.isalnum() or c in "-._" else "_" for c in column)
 
-    def programs(self) -> dict[str, Any]:
-        if self._programs is None:
-            try:
-                data = read_sealed(self.path)  # None unless this package kept it, as it kept it
-                loaded = json.loads(data) if data is not None else {}
-                self._programs = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):  # none yet, or unreadable: rendered afresh
-                self._programs = {}
-        return self._programs
+    def path(self, key: str) -> str:
+        """Where the program of the case of *key* is kept (a string: pathlib interns every name it parses)."""
+        return os.path.join(code_folder("programs"), f"{self._prefix}-{key}.json")
 
     def get(self, case: Case) -> dict[str, Any] | None:
-        reply = self.programs().get(case_key(case))
+        data = read_sealed(self.path(case_key(case)))  # None unless this package kept it, as it kept it
+        try:
+            reply = json.loads(data) if data is not None else None
+        except ValueError:
+            return None
         return reply if isinstance(reply, dict) and isinstance(reply.get("source"), str) else None
 
     def add(self, replies: dict[str, dict[str, Any]]) -> None:
-        """Keep *replies* (by case key) beside those kept; a folder that cannot be written keeps nothing."""
-        self.programs().update(replies)
-        forget_other_code(self.path.parent)
-        write_sealed(self.path, json.dumps(self._programs).encode("utf-8"))
+        """Keep *replies* (by case key); a folder that cannot be written keeps nothing."""
+        for key, reply in replies.items():
+            write_sealed(self.path(key), json.dumps(reply).encode("utf-8"))
 
 
 class RunPrograms:
     """The programs a run keeps (``conformance run`` keeps each cell's reproducer beside its results), shared
     with ``conformance show``: a cell whose program is kept for its framework version, device and mode needs
-    none written by its worker, and the programs the run's workers write are kept for the next run (and
-    every ``show``).  One per engine; the file of each framework version, device and mode is read once."""
+    none written by its worker, and a program a run's worker writes is kept at once, for the next run (and
+    every ``show``).  One per engine."""
 
     def __init__(self) -> None:
         self._kept: dict[tuple[str, str, str], Rendered | None] = {}
-        self._fresh: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
 
     def _rendered(self, framework: str, device: str, mode: str) -> Rendered | None:
         key = (framework, device, mode)
@@ -83,27 +80,16 @@ class RunPrograms:
         return self._kept[key]
 
     def kept(self, case: Case, framework: str, device: str, mode: str) -> dict[str, Any] | None:
-        """The cell's program, when one is kept for the case as it is (or this run's workers wrote it)."""
-        fresh = self._fresh.get((framework, device, mode))
-        if fresh is not None and (program := fresh.get(case_key(case))) is not None:
-            return program
+        """The cell's program, when one is kept for the case as it is."""
         rendered = self._rendered(framework, device, mode)
         return rendered.get(case) if rendered is not None else None
 
     def wrote(self, case: Case, framework: str, device: str, mode: str, program: dict[str, Any]) -> None:
-        """A program a worker wrote for the cell, to keep when the run ends."""
-        if isinstance(program.get("source"), str) and isinstance(program.get("code"), str):
-            self._fresh.setdefault((framework, device, mode), {})[case_key(case)] = {
-                "source": program["source"], "code": program["code"], "unsupported": program.get("unsupported")}
-
-    def save(self) -> None:
-        """Keep what the workers wrote, beside what is kept already (read again now: another run may have
-        kept some meanwhile); a cache that cannot be written keeps nothing, and the run is none the worse."""
-        for (framework, device, mode), programs in self._fresh.items():
-            rendered = self._rendered(framework, device, mode)
-            if rendered is not None and programs:
-                Rendered(framework, rendered.version, device, mode, rendered.folder).add(programs)
-        self._fresh.clear()
+        """Keep a program a worker wrote for the cell."""
+        rendered = self._rendered(framework, device, mode)
+        if rendered is not None and isinstance(program.get("source"), str) and isinstance(program.get("code"), str):
+            rendered.add({case_key(case): {"source": program["source"], "code": program["code"],
+                                           "unsupported": program.get("unsupported")}})
 
 
 #: Queues a request on a framework's worker: (message, timeout, case fields) -> its ticket, or None when
