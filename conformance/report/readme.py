@@ -133,7 +133,7 @@ def _gb(count: float) -> str:
 
 
 def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} minutes" if seconds >= 180 else f"{seconds:.0f} s"
 
 
 def render_cost(measured: Sequence[dict], deps: dict[str, list[str]]) -> str:
@@ -157,10 +157,11 @@ def render_cost(measured: Sequence[dict], deps: dict[str, list[str]]) -> str:
         envs = " and ".join(_gb(c["env_bytes"]) for c in found["commands"])
         disk = found["clone_bytes"] + found["pip_cache_growth_bytes"]
         kind = "its CUDA build" if any(b.startswith("cu") for b in builds) else "its CPU build"
+        cache = found["pip_cache_growth_bytes"]
         said.append(f"{where}, torch is {kind} ({', '.join(builds)}; it runs on CPU) and the two commands took "
                     f"**{_gb(disk)} of disk and {_minutes(total)}** on a fresh {found['cores']}-core machine "
-                    f"(the environments {envs}, pip's download cache {_gb(found['pip_cache_growth_bytes'])}; "
-                    f"{_minutes(total - running)} of it setting up).")
+                    f"(the environments {envs}" + (f", pip's download cache {_gb(cache)}" if cache else "")
+                    + f"; {_minutes(total - running)} of it downloading and installing).")
         ran = ran or found
     if ran is not None:
         matrix, tests = ran["commands"][0], ran["commands"][-1]
