@@ -135,6 +135,7 @@ class Engine:
         #: (``program``): a run that keeps its programs (records/programs.py) gets them as its cells end.
         self.keeps_programs = keeps_programs
         self._programs: RunPrograms | None = None  # the programs kept for the cells, and those written now
+        self._programs_ahead: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # cells sent, not yet taken
         self._lock = threading.RLock()  # the bookkeeping below; callers may run cells from several threads
         # What is kept per case, for the most recent cases only (a case's cells run one after another; one
         # asked for again after it left is computed again): the parent's memory stays flat in the cases.
@@ -221,6 +222,7 @@ class Engine:
                     self._queued[key] = self._queued.get(key, 0) + 1
             for key in [k for k in self._tickets if k not in wanted]:
                 self._release(self._tickets.pop(key), dropped=True)
+                self._programs_ahead.pop(key, None)
                 self._ahead[key[1]] -= 1
             self._planned = planned
             self._planned_references.clear()
@@ -336,8 +338,12 @@ class Engine:
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
         request = {"cmd": "run", "device": device, "mode": mode}
-        if self._keeps(framework) and self._kept_programs().kept(case, framework, device, mode) is None:
-            request["keep"] = True  # written by the worker that runs the cell, right after it
+        if self._keeps(framework):
+            kept = self._kept_programs().kept(case, framework, device, mode)
+            if kept is None:
+                request["keep"] = True  # written by the worker that runs the cell, right after it
+            else:  # until the cell is taken: a few cells in flight at a time
+                self._programs_ahead[key] = kept
         ticket = self.pool.submit(framework, request, self._timeout(case),
                                   case=(key[0], functools.partial(self._message, case)),
                                   on_reply=functools.partial(self._answered, case, framework))
@@ -359,14 +365,14 @@ class Engine:
         """The cell's program into its reply (``kept``): the one its worker wrote (kept for the next run), or
         the one kept for the case as it is; a cell whose worker died gets one written by its successor."""
         programs = self._kept_programs()
+        with self._lock:
+            kept = self._programs_ahead.pop((self._worker_key(case), framework, device, mode), None)
         if isinstance(reply.get("kept"), dict):
             programs.wrote(case, framework, device, mode, reply["kept"])
         elif reply.get("status") in ("completed", "raised", "unsupported"):
-            kept = programs.kept(case, framework, device, mode)
             if kept is not None:
                 reply["kept"] = kept
         elif reply.get("status") in ("crash", "timeout"):
-            kept = programs.kept(case, framework, device, mode)
             reply["kept"] = kept if kept is not None else self._reproducer(case, framework, device, mode)
 
     def _answered(self, case: Case, framework: str, ticket: Ticket) -> None:
@@ -677,6 +683,8 @@ class Engine:
         (``nondeterministic``: the observations that differ and the second outcome), and a baseline or a
         diff never takes such a cell for a change of the framework."""
         again, _, _ = self._execute_timed(case, framework, device, mode)
+        with self._lock:  # its program was taken with the first run's reply
+            self._programs_ahead.pop((self._worker_key(case), framework, device, mode), None)
         if again.get("status") not in ("completed", "raised"):
             differing, second = ["(the second run: " + str(again.get("status")) + ")"], again.get("status")
         else:

@@ -42,10 +42,13 @@ class Rendered:
     def __init__(self, framework: str, version: str | None, device: str, mode: str) -> None:
         column = f"{framework}-{version or 'unknown'}-{device}-{mode}"
         self._prefix = "".join(c if c.isalnum() or c in "-._" else "_" for c in column)
+        self._folder: str | None = None  # worked out once: a run asks for every cell
 
     def path(self, key: str) -> str:
         """Where the program of the case of *key* is kept (a string: pathlib interns every name it parses)."""
-        return os.path.join(code_folder("programs"), f"{self._prefix}-{key}.json")
+        if self._folder is None:
+            self._folder = code_folder("programs")
+        return f"{self._folder}{os.sep}{self._prefix}-{key}.json"
 
     def get(self, case: Case) -> dict[str, Any] | None:
         data = read_sealed(self.path(case_key(case)))  # None unless this package kept it, as it kept it
