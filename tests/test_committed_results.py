@@ -187,16 +187,9 @@ def test_a_column_env_holds_its_own_cells_whatever_the_caller_s_environment_choo
     cells run and where they are kept must not reach a version env, or CONFORMANCE_MODES=to_static in the
     caller's shell would write to_static records into the committed eager column."""
     import os
-    import shutil
     import subprocess
 
-    import sys
-    from pathlib import Path
-
-    tox = next((str(c) for c in (Path(sys.executable).parent / "tox", shutil.which("tox"), ROOT / ".venv" / "bin" / "tox")
-                if c and os.access(c, os.X_OK)), "")
-    if not tox:
-        pytest.skip("tox is not installed (tox -e tests installs it)")
+    tox = _tox()
     chooser = {"CONFORMANCE_MODES": "to_static", "CONFORMANCE_FRAMEWORKS": "paddle", "CONFORMANCE_DEVICES": "gpu",
                "CONFORMANCE_RESULTS": "elsewhere.jsonl", "CONFORMANCE_BASELINES": "elsewhere"}
     shown = subprocess.run([tox, "-c", str(ROOT / "tox.ini"), "config", "-e", "torch213,paddle331", "-k", "set_env"],
@@ -204,6 +197,44 @@ def test_a_column_env_holds_its_own_cells_whatever_the_caller_s_environment_choo
     assert shown.returncode == 0, shown.stderr
     for name in chooser:
         assert shown.stdout.count(f"{name}=\n") == 2, (name, shown.stdout)
+
+
+def test_an_eager_env_is_its_version_env_without_the_compiled_columns() -> None:
+    """CI runs torch 2.1.2 eager alone (tox -e torch21-eager: its compiled column is half an hour of kernel builds
+    where the inductor cache is cold): the same install, constraints and results files as torch21's eager
+    commands, and no compiled command, so it can never write another column."""
+    import subprocess
+
+    def config(env: str) -> dict[str, str]:
+        shown = subprocess.run([_tox(), "-c", str(ROOT / "tox.ini"), "config", "-e", env, "-k", "deps", "set_env",
+                                "commands"], capture_output=True, text=True, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        keys = dict(re.findall(r"^(\w+) =(.*(?:\n  .*)*)", shown.stdout, re.MULTILINE))
+        return {key: re.sub(r"PYTHONHASHSEED=\d+", "", value.replace(env, "ENV")) for key, value in keys.items()}
+
+    eager, whole = config("torch21-eager"), config("torch21")
+    assert eager["deps"] == whole["deps"] and "torch==2.1.2" in eager["deps"]
+    assert eager["set_env"] == whole["set_env"] and "numpy1.txt" in eager["set_env"]
+    commands = [line.strip() for line in whole["commands"].splitlines() if line.strip()]
+    assert len(commands) == 4 and sum("--mode compiled" in line for line in commands) == 2
+    assert [line.strip() for line in eager["commands"].splitlines() if line.strip()] == \
+        [line for line in commands if "--mode compiled" not in line]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"one_at_a_time\.sh [^|]*torch21-eager", ci), "CI runs torch 2.1.2's eager column"
+
+
+def _tox() -> str:
+    """The tox beside this interpreter, on PATH, or the README's .venv's; skips where there is none."""
+    import os
+    import shutil
+    import sys
+    from pathlib import Path
+
+    tox = next((str(c) for c in (Path(sys.executable).parent / "tox", shutil.which("tox"), ROOT / ".venv" / "bin" / "tox")
+                if c and os.access(c, os.X_OK)), "")
+    if not tox:
+        pytest.skip("tox is not installed (tox -e tests installs it)")
+    return tox
 
 
 @pytest.mark.parametrize("path", committed_results(), ids=lambda p: p.name)
