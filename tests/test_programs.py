@@ -119,6 +119,19 @@ if os.environ.get("RENDER_LOG"):  # every program any process of the run writes,
 '''
 
 
+def _counting_renders(folder: Path, names: list[str]) -> tuple[Path, dict[str, str]]:
+    """The seed cases *names* copied into *folder*, and the environment of a run that logs every program its
+    workers render (to the path returned), over a cache folder of its own: no program kept by another test."""
+    for name in names:
+        shutil.copy(SEED / f"{name}.yaml", folder / f"{name}.yaml")
+    site = folder / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
+    log = folder / "renders.log"
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    return log, {"RENDER_LOG": str(log), "PYTHONPATH": path, "CONFORMANCE_CACHE_DIR": str(folder / "cache")}
+
+
 def _renders(log: Path) -> list[str]:
     return sorted(log.read_text(encoding="utf-8").splitlines()) if log.exists() else []
 
@@ -126,14 +139,7 @@ def _renders(log: Path) -> list[str]:
 @needs_framework
 def test_a_run_writes_each_cell_s_reproducer_once_and_a_resumed_run_none_of_the_cells_it_keeps(tmp_path: Path) -> None:
     names = ["leaf_sin_inplace", "iadd_keeps_storage", "detach_shares_memory"]
-    for name in names + ["clone_then_requires_grad"]:
-        shutil.copy(SEED / f"{name}.yaml", tmp_path / f"{name}.yaml")
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
-    log = tmp_path / "renders.log"
-    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}  # no program kept by another test
+    log, env = _counting_renders(tmp_path, names + ["clone_then_requires_grad"])
     results = tmp_path / "r.jsonl"
     ran = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "--framework", FRAMEWORK, "--device", "cpu",
                   "--results", str(results), "--no-baselines", env=env)
@@ -175,14 +181,7 @@ def test_a_later_run_takes_the_programs_an_earlier_one_wrote_and_writes_those_of
     second run over the same cache writes no reproducer (a worker's time on every cell of every run), keeps
     the same programs, and a case whose content changed gets its program written afresh."""
     names = ["leaf_sin_inplace", "iadd_keeps_storage"]
-    for name in names:
-        shutil.copy(SEED / f"{name}.yaml", tmp_path / f"{name}.yaml")
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_COUNTING, encoding="utf-8")
-    log = tmp_path / "renders.log"
-    env = {"RENDER_LOG": str(log), "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "CONFORMANCE_CACHE_DIR": str(tmp_path / "cache")}
+    log, env = _counting_renders(tmp_path, names)
 
     def run(results: Path) -> dict:
         ran = run_cli(tmp_path, "run", *(f"{name}.yaml" for name in names), "--framework", FRAMEWORK, "--device",
