@@ -210,28 +210,37 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix in (".yaml", ".yml") and parent.config.stash.get(ACTIVE, False) \
-            and (_named(parent.config, file_path) or _looks_like_a_case(file_path)):
+    if file_path.suffix not in (".yaml", ".yml") or not parent.config.stash.get(ACTIVE, False):
+        return None
+    if _named(parent.config, file_path):
         return CaseFile.from_parent(parent, path=file_path)
-    return None
+    looks, raw = _looks_like_a_case(file_path)
+    if not looks:
+        return None
+    node = CaseFile.from_parent(parent, path=file_path)
+    node.raw = raw  # read once: collecting the file reads these bytes, not the file again
+    return node
 
 
+#: How much of a YAML file is looked into for a case's key.
+_LOOKED_AT = 1 << 20
 #: A top-level key only a case file has at the start of a line (``id:``, ``steps:``).
 _CASE_KEY = re.compile(rb"^(id|steps)[ \t]*:", re.MULTILINE)
 
 
-def _looks_like_a_case(path: Path) -> bool:
+def _looks_like_a_case(path: Path) -> tuple[bool, bytes | None]:
     """Whether a YAML file found in a folder is a case file: one with a top-level ``id:`` or ``steps:``.  The
     project's other YAML (a CI workflow, its own test data) is not the matrix's to judge; a case file with a
     mistake still names its id, and fails with its reason.  What is not a regular file is collected (it
-    fails as an invalid case, without being read)."""
+    fails as an invalid case, without being read).  With the file's bytes, where it was read whole."""
     try:
         if not path.is_file():
-            return True
+            return True, None
         with open(path, "rb") as handle:
-            return bool(_CASE_KEY.search(handle.read(1 << 20)))
+            raw = handle.read(_LOOKED_AT)
     except OSError:
-        return True  # unreadable: collected, so that it fails with its reason
+        return True, None  # unreadable: collected, so that it fails with its reason
+    return bool(_CASE_KEY.search(raw)), raw if len(raw) < _LOOKED_AT else None  # a short read: the whole file
 
 
 def _named(config: pytest.Config, path: Path) -> bool:

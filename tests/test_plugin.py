@@ -335,3 +335,24 @@ def test_the_progress_count_counts_each_cell_once(pytester) -> None:
     result = pytester.runpytest_subprocess("checks", "--conformance", "--conformance-framework", FRAMEWORK,
                                            "--conformance-device", "cpu", "--conformance-no-baselines", "-v")
     assert re.findall(r"\[\s*(\d+)%\]", result.stdout.str()) == ["25", "50", "75", "100"]
+
+
+def test_a_case_file_found_in_a_folder_is_read_once(pytester, monkeypatch) -> None:
+    """Collection looks into each YAML file of a folder for a case's key; the case is then checked from those
+    bytes, never read a second time.  A file named on the command line is not looked into: it is read once,
+    when its case is checked."""
+    from conformance.case import _yaml
+
+    for name in ("a", "b"):
+        write_case(pytester.path / "checks", QUICK, name)
+    read = []
+    real = _yaml.read_bounded
+    monkeypatch.setattr(_yaml, "read_bounded", lambda path: read.append(Path(path).name) or real(path))
+    result = pytester.runpytest_inprocess("checks", "--conformance", "--conformance-framework", FRAMEWORK,
+                                          "--conformance-device", "cpu", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([f"*a.yaml::a[[]{FRAMEWORK}-cpu[]]", f"*b.yaml::b[[]{FRAMEWORK}-cpu[]]"])
+    assert read == []
+    result = pytester.runpytest_inprocess("checks/a.yaml", "--conformance", "--conformance-framework", FRAMEWORK,
+                                          "--conformance-device", "cpu", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([f"*a.yaml::a[[]{FRAMEWORK}-cpu[]]"])
+    assert read == ["a.yaml"]

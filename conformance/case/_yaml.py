@@ -230,9 +230,10 @@ def _file_kind(mode: int) -> str:
     return "not a plain file"
 
 
-def load(path: Path) -> tuple[Any, Lines]:
-    """Read one YAML document from *path* as plain data, with the line of every node."""
-    raw = read_bounded(path)
+def load(path: Path, raw: bytes | None = None) -> tuple[Any, Lines]:
+    """Read one YAML document from *path* as plain data, with the line of every node.  *raw*: its bytes,
+    where the caller has read them already (:func:`read_bounded`'s)."""
+    raw = read_bounded(path) if raw is None else raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

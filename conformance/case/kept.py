@@ -65,13 +65,15 @@ def read_case(data: bytes) -> Case | None:
     return case if type(case) is Case else None
 
 
-def load_checked(path: Path | str) -> Case:
-    """``load_case(path).slim()``, from the cache when these bytes were checked before by this code."""
+def load_checked(path: Path | str, raw: bytes | None = None) -> Case:
+    """``load_case(path).slim()``, from the cache when these bytes were checked before by this code.  *raw*:
+    the file's bytes, where the caller has just read the whole regular file (collection looks into each)."""
     name = os.fspath(path)  # a string: pathlib interns every part of every path it parses, for the process's life
-    try:
-        raw = _yaml.read_bounded(name)
-    except (_yaml.LoadError, OSError):
-        return load_case(Path(name)).slim()  # which raises the file's problem, in its words
+    if raw is None or len(raw) > _yaml.MAX_BYTES:
+        try:
+            raw = _yaml.read_bounded(name)
+        except (_yaml.LoadError, OSError):
+            return load_case(Path(name)).slim()  # which raises the file's problem, in its words
     kept = os.path.join(code_folder("cases"), hashlib.sha256(
         raw + b"\0" + os.path.basename(os.path.dirname(name)).encode("utf-8", "surrogateescape")).hexdigest()[:40]
         + ".case")
@@ -80,7 +82,7 @@ def load_checked(path: Path | str) -> Case:
     if case is not None:
         object.__setattr__(case, "path", name)  # a case of its own, just unpickled: nothing else holds it
     else:
-        case = load_case(Path(name)).slim()
+        case = load_case(Path(name), raw).slim()
         data = dump_case(dataclasses.replace(case, path=""))
         if data is not None:
             write_sealed(kept, data)

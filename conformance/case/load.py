@@ -60,11 +60,12 @@ def case_digest(data: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
 
-def load_case(path: Path | str) -> Case:
-    """Load and check one case file; raise CaseError on any problem."""
+def load_case(path: Path | str, raw: bytes | None = None) -> Case:
+    """Load and check one case file (*raw*: its bytes, where they were read already with
+    ``_yaml.read_bounded``); raise CaseError on any problem."""
     path = Path(path)
     try:
-        data, lines = _yaml.load(path)
+        data, lines = _yaml.load(path, raw)
     except _yaml.LoadError as exc:
         raise CaseError(path, exc.line, exc.message) from None
     except OSError as exc:

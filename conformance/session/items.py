@@ -63,6 +63,8 @@ def _is_file_or_folder(entry: os.DirEntry) -> bool:
 
 
 class CaseFile(pytest.File):
+    raw: bytes | None = None  # the file's bytes, where collection has read them already
+
     def collect_in_place(self) -> list[pytest.Item | pytest.Collector]:
         """This file's items, for its folder to yield as its own: pytest's collection of each file as a node
         of its own (its hooks, its call record and its report) costs a catalogue's run more than reading
@@ -75,7 +77,8 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
-            case = load_checked(self.path)  # slim: its items hold it until they ran
+            raw, self.raw = self.raw, None
+            case = load_checked(self.path, raw)  # slim: its items hold it until they ran
         except CaseError as exc:
             yield InvalidCase.from_parent(self, name=self.path.stem, error=exc)
             return
@@ -264,12 +267,21 @@ def _relative_path(node: Any) -> str:
     """A node's path relative to the run's root folder, as pytest's locations give it."""
     relative = getattr(node, "_relative_path", None)
     if relative is None:
-        try:
-            relative = os.path.relpath(node.path, node.config.rootpath)
-        except ValueError:  # no relative path between them (another drive)
-            relative = str(node.path)
-        node._relative_path = relative
+        folder, name = os.path.split(os.fspath(node.path))
+        inside = _relative_folder(folder, os.fspath(node.config.rootpath))
+        relative = node._relative_path = (str(node.path) if inside is None else name if inside == "."
+                                          else f"{inside}{os.sep}{name}")
     return relative
+
+
+@functools.lru_cache(maxsize=256)
+def _relative_folder(folder: str, root: str) -> str | None:
+    """A folder relative to the run's root folder, worked out once per folder (a case file's location is
+    asked for each of its cells); None where there is no relative path between them (another drive)."""
+    try:
+        return os.path.relpath(folder, root)
+    except ValueError:
+        return None
 
 
 def cell_of(item: "CaseItem") -> tuple[Case, str, str, str]:
