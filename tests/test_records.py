@@ -208,6 +208,26 @@ def test_a_results_file_holds_each_column_once_in_its_run_line(tmp_path: Path) -
         ("b", Column("torch", "2.13.0", "cpu")), ("b", Column("paddle", "3.3.1", "cpu", "to_static"))]
 
 
+def test_reading_only_records_that_mention_a_word_still_reads_every_run_line(tmp_path: Path) -> None:
+    """``mentioning`` passes over the records whose line names none of the words, unparsed (a torn or foreign
+    line among them included), and keeps reading the run lines the others refer to: a record of a second
+    column, after its own run line, still reads back with that column."""
+    path = tmp_path / "r.jsonl"
+    with ResultsFile(path) as results:
+        results.append(raw(case="a", outcome="silent-correct"))
+        results.append(raw(case="b", outcome="silent-wrong"))
+        results.append({**raw(case="c", outcome="crash"), "framework": "paddle", "framework_version": "3.3.1"})
+        results.append({**raw(case="d", outcome="silent-correct"), "framework": "paddle",
+                        "framework_version": "3.3.1"})
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("not a record\n")
+    found = list(read_records([path], mentioning=(b"silent-wrong", b"crash")))
+    assert [(r["case"], r["framework"], r["outcome"]) for r in found] == [("b", "torch", "silent-wrong"),
+                                                                         ("c", "paddle", "crash")]
+    with pytest.raises(ResultsError, match=":7:"):  # without the filter the foreign line is refused, as ever
+        list(read_records([path]))
+
+
 def test_an_exception_message_is_stored_without_the_machine_s_paths_and_its_long_middle() -> None:
     from conformance.records.storage import MAX_MESSAGE
 

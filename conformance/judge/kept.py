@@ -54,7 +54,7 @@ def answer_path(request: Mapping[str, Any], case_digest: str, case_id: str = "")
     fields = {key: value for key, value in request.items() if key != "time_limit"}
     if request.get("spread"):
         fields["seeded_by"] = case_id
-    asked = json.dumps(fields, sort_keys=True)
+    asked = json.dumps(fields, sort_keys=True) if fields else "{}"  # the plain reference: asked of each case
     return os.path.join(code_folder("references"), _name(asked, case_digest))
 
 

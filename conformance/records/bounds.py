@@ -81,8 +81,12 @@ _PLAIN = (int, float, bool, type(None))
 def bound_strings(value: Any) -> Any:
     """*value* with every string in it cut to :data:`MAX_TEXT` characters."""
     kind = type(value)
+    if kind is str:  # the commonest, checked first: a record's text fields are most of its calls
+        return value if len(value) <= MAX_TEXT else _cut(value)
     if kind in _PLAIN:
         return value
+    if kind is dict:
+        return {k: bound_strings(v) for k, v in value.items()}
     if kind is list and all(type(v) in _PLAIN for v in value):  # a row of numbers: nothing to cut
         return list(value)
     if isinstance(value, str):

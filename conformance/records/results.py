@@ -137,10 +137,12 @@ class ResultsFile:
         self.close()
 
 
-def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
-            stop: int | None = None) -> Iterator[tuple[dict[str, Any], Record]]:
+def _parsed(path: Path, torn_ok: bool = False, start: int = 0, stop: int | None = None,
+            mentioning: tuple[bytes, ...] = ()) -> Iterator[tuple[dict[str, Any], Record]]:
     """The records of *path* from byte *start* to *stop* (both at line starts), a line at a time: a
-    large results file is never held whole.  Each carries its run's information (its run line's)."""
+    large results file is never held whole.  Each carries its run's information (its run line's).
+    *mentioning*: only the records whose line holds one of these bytes, looked for before the line is
+    parsed (run lines, which hold ``"run_info"``, are always read)."""
     try:
         handle = open(path, "rb")
     except OSError as exc:
@@ -154,7 +156,8 @@ def _parsed(path: Path, torn_ok: bool = False, start: int = 0,
                 return
             offset += len(raw)
             read += 1
-            if not raw.strip():
+            if not raw.strip() or (mentioning and b'"run_info"' not in raw
+                                   and not any(word in raw for word in mentioning)):
                 continue
             torn = not raw.endswith(b"\n")  # the last line, without its newline: a write cut short
             problem = None
@@ -239,12 +242,13 @@ def load_records(paths: Iterable[Path | str]) -> list[Record]:
 
 
 def read_records(paths: Iterable[Path | str], torn_ok: bool = False, start: int = 0,
-                 stop: int | None = None) -> Iterator[dict[str, Any]]:
+                 stop: int | None = None, mentioning: tuple[bytes, ...] = ()) -> Iterator[dict[str, Any]]:
     """Every record in *paths* in its JSON form, checked like :func:`iter_records`; *torn_ok*: a last line
     without its newline that is not a whole record is passed over (a resumed run cuts it); *start* and
-    *stop*: only the records between these byte offsets of each file (a run's own, say)."""
+    *stop*: only the records between these byte offsets of each file (a run's own, say); *mentioning*:
+    only those whose line holds one of these bytes (an outcome's name, say), the others never parsed."""
     for path in paths:
-        for data, _ in _parsed(Path(path), torn_ok, start, stop):
+        for data, _ in _parsed(Path(path), torn_ok, start, stop, mentioning):
             yield data
 
 

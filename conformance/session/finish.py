@@ -31,6 +31,8 @@ from conformance.session.state import (PREVIOUS, PRODUCED, PROGRAM_SPOOL, Cell, 
 
 #: Outcomes whose explanation is printed after the run: the cells a user must read.
 DANGEROUS = ("silent-wrong", "crash", "timeout")
+#: What a record's line holds when :func:`findings` may explain it (a warning is explained where it is wrong).
+_MENTIONED = tuple(outcome.encode() for outcome in DANGEROUS + ("warns",))
 
 
 @dataclass(eq=False)  # registered as a plugin: pluggy keeps plugins in a set, so hashed by identity
@@ -154,10 +156,12 @@ def prune(config: pytest.Config, state: RunState) -> bool:
     return True
 
 
-def _this_runs(config: pytest.Config, state: RunState) -> Iterator[dict[str, Any]]:
+def _this_runs(config: pytest.Config, state: RunState,
+               mentioning: tuple[bytes, ...] = ()) -> Iterator[dict[str, Any]]:
     """This run's records in their JSON form, read back from the results file a record at a time: those
     it appended, and (--resume) those of the cells it kept; never a cell of an earlier run it did not
-    select.  A results file on /dev/null keeps nothing to read: the slim records kept in memory then."""
+    select.  A results file on /dev/null keeps nothing to read: the slim records kept in memory then.
+    *mentioning*: only records whose line holds one of these bytes (:func:`read_records`) need be given."""
     path = results_path(config)
     if str(path) == os.devnull:
         yield from (record.to_dict() for record in config.stash.get(PRODUCED, {}).values())
@@ -165,8 +169,9 @@ def _this_runs(config: pytest.Config, state: RunState) -> Iterator[dict[str, Any
     if not state.reported or not path.exists():
         return
     if state.kept:
-        yield from (r for r in read_records([path], torn_ok=True, stop=state.start) if cell(r) in state.kept)
-    yield from read_records([path], torn_ok=True, start=state.start)
+        yield from (r for r in read_records([path], torn_ok=True, stop=state.start, mentioning=mentioning)
+                    if cell(r) in state.kept)
+    yield from read_records([path], torn_ok=True, start=state.start, mentioning=mentioning)
 
 
 def this_runs_records(config: pytest.Config, state: RunState) -> list[Record]:
@@ -185,8 +190,8 @@ def this_runs_records(config: pytest.Config, state: RunState) -> list[Record]:
 def findings(config: pytest.Config, state: RunState) -> Iterator[str]:
     """The explanation of each cell a user must read (a dangerous outcome, or a warning beside a wrong
     result), from this run's records read back one at a time."""
-    try:
-        for record in _this_runs(config, state):
+    try:  # only the lines that name one of those outcomes are parsed: most cells are none of them
+        for record in _this_runs(config, state, mentioning=_MENTIONED):
             outcome = record["outcome"]
             if outcome in DANGEROUS or (outcome == "warns" and (record.get("details") or {}).get("correct") is False):
                 yield describe(record)
