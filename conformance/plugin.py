@@ -217,9 +217,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     looks, raw = _looks_like_a_case(file_path)
     if not looks:
         return None
-    node = CaseFile.from_parent(parent, path=file_path)
-    node.raw = raw  # read once: collecting the file reads these bytes, not the file again
-    return node
+    return CaseFile.from_parent(parent, path=file_path, raw=raw)  # its bytes: the file is read once
 
 
 #: How much of a YAML file is looked into for a case's key.

@@ -85,8 +85,6 @@ def bound_strings(value: Any) -> Any:
         return value if len(value) <= MAX_TEXT else _cut(value)
     if kind in _PLAIN:
         return value
-    if kind is dict:
-        return {k: bound_strings(v) for k, v in value.items()}
     if kind is list and all(type(v) in _PLAIN for v in value):  # a row of numbers: nothing to cut
         return list(value)
     if isinstance(value, str):

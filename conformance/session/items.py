@@ -63,7 +63,9 @@ def _is_file_or_folder(entry: os.DirEntry) -> bool:
 
 
 class CaseFile(pytest.File):
-    raw: bytes | None = None  # the file's bytes, where collection has read them already
+    def __init__(self, *, raw: bytes | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.raw = raw  # the file's bytes, where collection has read them already; let go once collected
 
     def collect_in_place(self) -> list[pytest.Item | pytest.Collector]:
         """This file's items, for its folder to yield as its own: pytest's collection of each file as a node
