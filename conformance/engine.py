@@ -38,6 +38,7 @@ from conformance.judge.classify import Partly, Unjudged, classify, misses_in_flo
 from conformance.judge.kept import is_kept, keep_answer, kept_answer
 from conformance.program.rendered import RunPrograms
 from conformance.recent import Recent
+from conformance.records.baseline import MACHINE_VALUE_OUTCOMES
 from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
 from conformance.workers.arrays import unpack
@@ -587,6 +588,8 @@ class Engine:
             details.pop("kept", None)  # the cell's program goes beside the results (``program``), not in its details
             if outcome == "silent-wrong" and cls is not None:  # a wrong value is looked at twice
                 details = self._once_more(case, framework, device, mode, details)
+            if case.varies_by_machine and outcome in MACHINE_VALUE_OUTCOMES:  # what another machine may compute
+                details["varies_by_machine"] = case.varies_by_machine
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
             outcome, details = "error", {"message": f"the harness could not judge this cell: "
                                                     f"{type(exc).__name__}: {exc}"}

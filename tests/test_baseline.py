@@ -90,6 +90,22 @@ def test_an_old_entry_without_kind_is_not_a_change(tmp_path: Path) -> None:
     assert store.check(record("a", "silent-correct")) is not None
 
 
+def test_a_case_whose_value_varies_by_machine_takes_either_silent_outcome_and_nothing_else(tmp_path: Path) -> None:
+    """``varies_by_machine:`` (the value is the machine's BLAS kernel's): right on one CPU, wrong on another is
+    one behaviour; a raise, a warning or a change of memory semantics is still a change of the framework."""
+    store = Baselines(tmp_path)
+    (path,) = store.update([record("blas", "silent-wrong", details={"varies_by_machine": "MKL by CPU"})])
+    assert cells(path)["blas"] == {"outcome": "silent-wrong", "varies_by_machine": True}
+    machine = {"varies_by_machine": "MKL by CPU"}
+    assert store.check(record("blas", "silent-correct") | {"details": machine}) is None
+    assert store.check(record("blas", "silent-correct")) is None  # the baseline's flag is enough
+    for outcome in ("raises", "warns", "aliases"):
+        assert store.check(record("blas", outcome)) is not None, outcome
+    store.update([record("plain", "silent-wrong")])  # an old entry without the flag: the new record's flag
+    assert store.check(record("plain", "silent-correct") | {"details": machine}) is None
+    assert store.check(record("plain", "silent-correct")) is not None  # and without either, a change
+
+
 def test_modes_other_than_eager_have_their_own_file(tmp_path: Path) -> None:
     store = Baselines(tmp_path)
     (path,) = store.update([record("a", "aliases", mode="compiled")])

@@ -32,7 +32,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 HARNESS_NAMES = frozenset({"np", "numpy", "DEVICE"})
 #: How the ``source:`` of a case the differential fuzzer wrote begins (``conformance/fuzz/write.py``).
 TOP_LEVEL = {"id", "title", "topic", "source", "description", "cause", "judged_against", "remedy", "no_remedy",
-             "not_scanned", "tolerance", "timeout",
+             "not_scanned", "varies_by_machine", "tolerance", "timeout",
              "expected", "steps"}
 MAX_TIMEOUT = 3600.0
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -124,10 +124,11 @@ class _Checker:
         case_id = data["id"]
         if not isinstance(case_id, str) or not ID_PATTERN.match(case_id):
             raise self.fail(("id",), f"id {case_id!r} must be snake_case: lowercase letters, digits, '_'")
-        for key in ("title", "topic", "source", "description", "cause", "judged_against", "no_remedy", "not_scanned"):
+        for key in ("title", "topic", "source", "description", "cause", "judged_against", "no_remedy", "not_scanned",
+                    "varies_by_machine"):
             if key in data and not isinstance(data[key], str):
                 raise self.fail((key,), f"{key} must be a string, not {data[key]!r}")
-        for key in ("cause", "judged_against", "no_remedy", "not_scanned"):
+        for key in ("cause", "judged_against", "no_remedy", "not_scanned", "varies_by_machine"):
             if key in data and (not data[key].strip() or "\n" in data[key].strip()):
                 raise self.fail((key,), f"{key} must be one non-empty line, not {data[key]!r}")
         steps = self.steps(data["steps"], ("steps",), scope={})
@@ -157,6 +158,7 @@ class _Checker:
             remedy=self.remedy(data, case_id),
             no_remedy=data.get("no_remedy", "").strip(),
             not_scanned=data.get("not_scanned", "").strip(),
+            varies_by_machine=data.get("varies_by_machine", "").strip(),
             lines=self.lines,
             digest=case_digest(data),
         )

@@ -99,6 +99,10 @@ class Case:
     no_remedy: str = ""
     #: Why no static rule of ``conformance scan`` can find this hazard in code, where none can.
     not_scanned: str = ""
+    #: One line, where the value a framework computes depends on the machine's kernels rather than on the
+    #: framework's version (a BLAS that reads an aliased input before or after writing, by CPU): why.  A
+    #: baseline then takes silent-correct and silent-wrong of the case for the same behaviour.
+    varies_by_machine: str = ""
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False, compare=False)
     #: What decides a cell's result (steps, tolerance, timeout), hashed: a record carries it, so a result
     #: of a case edited since it ran is known to be stale.  Titles and prose do not change it.

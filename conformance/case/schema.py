@@ -161,6 +161,11 @@ def _top_level() -> Schema:
                                           "is a convention rather than arithmetic: a silent-wrong cell means 'differs "
                                           "from it'"},
         "not_scanned": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$"},
+        "varies_by_machine": {"type": "string", "minLength": 1, "pattern": r"^[^\n]*\S[^\n]*\n?$",
+                              "description": "why the value a framework computes depends on the machine's "
+                                             "kernels (a CPU's BLAS), not on the framework's version: a "
+                                             "baseline takes silent-correct and silent-wrong of the case "
+                                             "for the same behaviour"},
         "tolerance": {
             "type": "object",
             "properties": {"rtol": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},

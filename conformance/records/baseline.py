@@ -25,6 +25,10 @@ from conformance.records.results import latest_by_cell
 
 __all__ = ["BaselineError", "Baselines", "summarize", "entries_match"]
 
+#: The outcomes a case whose value depends on the machine's kernels (``varies_by_machine:``) moves between
+#: from one machine to another: which value the kernels compute, never whether the framework raises or warns.
+MACHINE_VALUE_OUTCOMES = frozenset({"silent-correct", "silent-wrong"})
+
 
 def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
     """What a baseline keeps of a cell: the outcome and the facts that identify it."""
@@ -32,6 +36,8 @@ def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
     entry: dict[str, Any] = {"outcome": record.outcome}
     if record.details.get("nondeterministic"):  # its values differ from run to run: never a change to gate on
         entry["nondeterministic"] = True
+    if record.details.get("varies_by_machine"):  # its value depends on the machine's kernels (the case says why)
+        entry["varies_by_machine"] = True
     exc = record.exception
     if exc:
         entry["exception"] = exc.type
@@ -43,8 +49,12 @@ def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
 
 def entries_match(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Equal, except that a raise kind missing on either side (written before kinds existed) matches any; a
-    cell whose values differ between two runs in one column (``nondeterministic``) matches whatever it was."""
+    cell whose values differ between two runs in one column (``nondeterministic``) matches whatever it was; a
+    cell whose value depends on the machine (``varies_by_machine``) matches a silent outcome with the other."""
     if old.get("nondeterministic") or new.get("nondeterministic"):
+        return True
+    if ((old.get("varies_by_machine") or new.get("varies_by_machine"))
+            and {old.get("outcome"), new.get("outcome")} <= MACHINE_VALUE_OUTCOMES):
         return True
     if "kind" not in old or "kind" not in new:
         old = {k: v for k, v in old.items() if k != "kind"}

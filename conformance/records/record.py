@@ -314,7 +314,7 @@ class Record:
 
 
 #: What :func:`slim` keeps of a record's details: enough for a summary, a baseline entry and the counts.
-_SLIM_DETAILS = ("reason", "correct", "environment", "nondeterministic")
+_SLIM_DETAILS = ("reason", "correct", "environment", "nondeterministic", "varies_by_machine")
 _SLIM_EXCEPTION = ("type", "kind", "phase")
 
 

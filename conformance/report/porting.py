@@ -382,6 +382,8 @@ def _entry(guide: _Guide, hazard: Hazard, src: str | None, dst: str | None) -> l
         lines.append(f"- Why: {_prose(case.cause)}")
     if case.judged_against:
         lines.append(f"- Judged against: {_prose(case.judged_against)} (silent-wrong here means: differs from it)")
+    if case.varies_by_machine:
+        lines.append(f"- Varies by machine: {_prose(case.varies_by_machine)}")
     for remedy in case.remedy:
         title = guide.cases[remedy].title if remedy in guide.cases else ""
         where = guide.verified(hazard, remedy)
@@ -444,6 +446,8 @@ def _brief(guide: _Guide, hazard: Hazard, src: str, dst: str) -> list[str]:
         lines.append(f"  Why: {_prose(case.cause)}.")
     if case.judged_against:
         lines.append(f"  Judged against: {_prose(case.judged_against)} (silent-wrong here means: differs from it).")
+    if case.varies_by_machine:
+        lines.append(f"  Varies by machine: {_prose(case.varies_by_machine)}.")
     instead = ", ".join(f"[{code(r)}]({guide.link(r)})" for r in case.remedy)
     if instead:
         lines.append(f"  Write instead: {instead}.")

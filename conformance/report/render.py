@@ -117,7 +117,8 @@ def default_results(directory: Path | str) -> list[Path]:
 
 def case_attributions(records: Iterable[Record]) -> dict[str, str]:
     """The ``source:`` line of each case file still in this tree (where the case came from), and, where the
-    case says so, whose documented behaviour its reference follows (``judged_against:``)."""
+    case says so, whose documented behaviour its reference follows (``judged_against:``) and why its value
+    depends on the machine (``varies_by_machine:``)."""
     from conformance.case.load import load_case
 
     found: dict[str, str] = {}
@@ -133,6 +134,8 @@ def case_attributions(records: Iterable[Record]) -> dict[str, str]:
         if case.judged_against:
             found[record.case] += (("; " if case.source else "") + f"judged against: {case.judged_against} "
                                    f"(silent-wrong here means: differs from it)")
+        if case.varies_by_machine:
+            found[record.case] += ("; " if found[record.case] else "") + f"varies by machine: {case.varies_by_machine}"
     return found
 
 

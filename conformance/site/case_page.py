@@ -125,6 +125,8 @@ def render_case(data: CaseData, site: SiteData) -> str:
     if case.judged_against:
         head += (f'<p class="judged"><b>Judged against:</b> {prose(case.judged_against)} (silent-wrong here means: '
                  f'differs from it)</p>\n')
+    if case.varies_by_machine:
+        head += f'<p class="machine"><b>Varies by machine:</b> {prose(case.varies_by_machine)}</p>\n'
     head += _scan(case.id, site)
     if case.description:
         head += f'<p class="description">{prose(case.description)}</p>\n'
