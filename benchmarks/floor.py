@@ -18,6 +18,10 @@ process of the run: the pytest process, the workers and the reference service):
   same way, and the marginal milliseconds of wall time and of CPU per cell (the
   slope between replications) of the harness and of the floor, and their
   difference: what the harness costs per cell above the framework's own work;
+* pytest's own cost per item, without this package: a plugin that collects each replicated case file as
+  one item whose test does nothing, 1x and 8x, and its marginal milliseconds per item; what pytest costs a
+  cell whatever the harness does (the harness passes over some of it: the hooks around each phase, a
+  collection report per file);
 * peak memory (VmHWM) of the pytest process and of each worker of the serial
   and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s.
 
@@ -81,6 +85,29 @@ FLOOR_RUNNER = textwrap.dedent("""
             except Exception:
                 pass  # a raise is what some cases are about
     sys.stdout.flush()
+""")
+
+
+#: pytest's own cost per item, with nothing of this package: a plugin that collects each ``.yaml`` file as one
+#: item whose test does nothing (the file's bytes read, as any collector reads them), reported as ``-q`` does.
+BARE_PLUGIN = textwrap.dedent("""
+    import pytest
+
+    class BareItem(pytest.Item):
+        def runtest(self):
+            pass
+
+        def reportinfo(self):
+            return self.path, 0, self.name
+
+    class BareFile(pytest.File):
+        def collect(self):
+            self.path.read_bytes()
+            yield BareItem.from_parent(self, name=self.path.stem + "[cpu]")
+
+    def pytest_collect_file(file_path, parent):
+        if file_path.suffix == ".yaml":
+            return BareFile.from_parent(parent, path=file_path)
 """)
 
 
@@ -230,6 +257,17 @@ def floor(framework: str, folder: Path, times: int, cwd: Path) -> Run:
 
 def bare_import(framework: str, cwd: Path) -> Run:
     return timed(f"import {framework}", [PYTHON, "-c", f"import {framework}"], cwd)
+
+
+def bare_pytest(folder: Path, times: int, cwd: Path, scratch: Path) -> Run:
+    """pytest alone on a replica: no configuration file, no cache, this package's plugin inactive (it acts
+    only when a run asks for it)."""
+    plugin = scratch / "bare_items.py"
+    if not plugin.exists():
+        plugin.write_text(BARE_PLUGIN, encoding="utf-8")
+    argv = [PYTHON, "-m", "pytest", "-p", "bare_items", "-p", "no:cacheprovider", "-q", "-c", os.devnull,
+            "--rootdir", str(folder.parent), str(folder)]
+    return timed(f"bare pytest x{times}", argv, cwd, env={"PYTHONPATH": str(scratch)})
 
 
 # -- the harness -------------------------------------------------------------------------------------
@@ -385,6 +423,8 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
                 for framework in group:
                     timings.add(floor(framework, scratch / "programs" / framework, k, cwd))
                 timings.add(conformance_run(f"{'+'.join(group)} x{k}", [str(replicas[k])], group, cwd, scratch))
+        for k in factors:
+            timings.add(bare_pytest(replicas[k], k, cwd, scratch))
 
     def floor_of(group: list[str], k: int, measure=timings.seconds) -> float:
         return sum(measure(f"floor {f} x{k}") for f in group)
@@ -440,6 +480,20 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
             print(f"  {name:13s} marginal x{low}->x{high}, ms per cell: "
                   + "; ".join(f"{what} harness {harness:5.2f}, floor {own:5.2f}, above the floor {harness - own:+5.2f}"
                               for what, (harness, own) in slope.items()))
+
+    print("\n== pytest's own cost per item: each case file one item whose test does nothing, nothing of this "
+          "package ==")
+    for k in factors:
+        label = f"bare pytest x{k}"
+        print(f"  x{k:<3d} wall {timings.seconds(label):7.2f} s {timings.spread(label):13s} cpu "
+              f"{timings.cpu(label):7.2f} s{timings.problems(label)}")
+    for low, high in zip(factors, factors[1:]):
+        items = len(case_files) * (high - low)
+        slope = {what: (measure(f"bare pytest x{high}") - measure(f"bare pytest x{low}")) / items * 1000
+                 for what, measure in (("wall", timings.seconds), ("cpu", timings.cpu))}
+        print(f"  marginal x{low}->x{high}, ms per item: "
+              + "; ".join(f"{what} {ms:5.2f}" for what, ms in slope.items())
+              + "  (a bound on what pytest's collection and reports cost a cell; the harness bypasses some of it)")
 
 
 if __name__ == "__main__":
