@@ -238,6 +238,37 @@ def test_small_nested_observations_are_judged_in_python_exactly_as_numpy_judges_
     assert _canonical(flat) == _canonical(by_numpy)
 
 
+#: A float32 spread: none, tiny, about float32's rounding, large; and what NumPy alone takes (not finite).
+_SPREADS = st.one_of(st.sampled_from([0.0, 5e-324, 1e-7, 6e-8, 1e-5, 0.5, 1e300]),
+                     st.floats(0.0, 1e-3, allow_subnormal=True))
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), size=st.integers(0, 6), as_number=st.booleans(),
+       tolerance=st.sampled_from([Tolerance(1e-5, 1e-6), Tolerance(0.0, 0.0), Tolerance(1e-2, 1e-3)]))
+def test_a_small_observation_against_a_float32_spread_is_judged_in_python_exactly_as_numpy_judges_it(
+        data, size, as_number, tolerance) -> None:
+    """With a spread, the errors, the verdict, the spread recorded and the note that the value is right only
+    within float32 rounding: the same in plain Python as through NumPy, whatever the spread holds."""
+    pairs = data.draw(st.lists(st.tuples(_FLOATS, _FLOATS), min_size=size, max_size=size))
+    spreads = data.draw(st.lists(st.one_of(_SPREADS, st.sampled_from([float("nan"), float("inf")])),
+                                 min_size=size, max_size=size))
+    if as_number and size == 1:
+        (observed, reference), spread = pairs[0], spreads[0]
+    else:
+        observed, reference, spread = [o for o, _ in pairs], [r for _, r in pairs], spreads
+    in_python = compare({"value": observed, "dtype": "float32"}, reference, tolerance, spread=spread)
+    by_numpy = compare({"value": np.array(observed, dtype=np.float64), "dtype": "float32"},
+                       np.array(reference, dtype=np.float64), tolerance, spread=np.array(spread, dtype=np.float64))
+    assert _canonical(in_python) == _canonical(by_numpy)
+
+
+def test_a_spread_of_another_size_than_the_value_is_no_allowance_in_python_as_in_numpy() -> None:
+    judged = compare({"value": [1.001, 2.0], "dtype": "float32"}, [1.0, 2.0], None, spread=[0.01])
+    assert judged["ok"] is False and "float32_spread" not in judged
+    assert compare({"value": [1.001, 2.0], "dtype": "float32"}, [1.0, 2.0], None, spread=[0.01, 0.0])["ok"]
+
+
 @pytest.mark.parametrize(("observed", "reference"), [
     ([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0, 4.0]]),  # ragged
     ([[1.0, 2.0]], [1.0, 2.0]),  # another shape: NumPy's shape note

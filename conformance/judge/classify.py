@@ -16,6 +16,7 @@ atol + rtol * |ref|``):
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -104,9 +105,16 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
     move each element of the reference; the error may be that much larger (times SPREAD_FACTOR)."""
     value = observed.get("value")
     tol = tolerance or default_tolerance(observed.get("dtype", "float64"))
-    flat = None if spread is not None else _flat_pair(value, reference)
-    if flat is not None:
-        return {"reference": flat[2], **_compare_flat(flat[0], flat[1], tol), "rtol": tol.rtol, "atol": tol.atol}
+    flat = _flat_pair(value, reference)
+    allowances = None if flat is None or spread is None else _flat_allowances(spread, len(flat[1]))
+    if flat is not None and (spread is None or allowances is not None):
+        result = {"reference": flat[2], **_compare_flat(flat[0], flat[1], tol, allowances), "rtol": tol.rtol,
+                  "atol": tol.atol}
+        if allowances is not None:
+            result["float32_spread"] = max(allowances, default=0.0) / SPREAD_FACTOR
+            if result["ok"] and not _compare_flat(flat[0], flat[1], tol)["ok"]:
+                result["note"] = _within_spread_note(result["float32_spread"])
+        return result
     result: dict[str, Any] = {"ok": False, "reference": None if reference is None else _as_listed(reference)}
     if reference is None and value is not None and not np.any(np.asarray(value, dtype=np.float64)):
         result.update(ok=True, note="zeros where the reference has no gradient (None)")
@@ -136,10 +144,28 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
     if allowance is not None:
         result["float32_spread"] = float(np.max(allowance, initial=0.0)) / SPREAD_FACTOR
         if result["ok"] and not _compare_arrays(obs, ref, tol)["ok"]:
-            result["note"] = (f"within float32 rounding of the reference: the program computed in float32 moves "
-                              f"it by up to {result['float32_spread']:.3g} (the error may be {SPREAD_FACTOR:g} times "
-                              f"that), as every float32 program with these values does")
+            result["note"] = _within_spread_note(result["float32_spread"])
     return result
+
+
+def _within_spread_note(spread: float) -> str:
+    return (f"within float32 rounding of the reference: the program computed in float32 moves it by up to "
+            f"{spread:.3g} (the error may be {SPREAD_FACTOR:g} times that), as every float32 program with these "
+            f"values does")
+
+
+def _flat_allowances(spread: Any, size: int) -> list[float] | None:
+    """What each of *size* elements may miss by beyond the tolerance (SPREAD_FACTOR times its spread), as
+    :func:`compare` takes it from NumPy, where *spread* is a number or a list of numbers of that many finite
+    elements; None for anything else, which NumPy compares."""
+    numbers: list[float] = []
+    if type(spread) in _NUMBER_TYPES:
+        numbers.append(float(spread))
+    elif _flatten(spread, numbers) is None:
+        return None
+    if len(numbers) != size or not all(map(math.isfinite, numbers)):
+        return None
+    return [SPREAD_FACTOR * number for number in numbers]
 
 
 def _as_listed(value: Any) -> Any:
@@ -218,15 +244,18 @@ def _nested(flat: list[float], shape: tuple[int, ...]) -> Any:
     return [_nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-def _compare_flat(obs: list[float], ref: list[float], tol: Tolerance) -> dict[str, Any]:
+def _compare_flat(obs: list[float], ref: list[float], tol: Tolerance,
+                  allowances: list[float] | None = None) -> dict[str, Any]:
     """:func:`_compare_arrays`, element by element, in the same float64 arithmetic (Python's floats):
-    NaN errors count as infinite and infinite ones as the largest float, as ``np.nan_to_num`` has it."""
+    NaN errors count as infinite and infinite ones as the largest float, as ``np.nan_to_num`` has it.
+    *allowances*: what each element may miss by beyond the tolerance."""
     ok, max_abs, max_rel = True, 0.0, 0.0
-    for o, r in zip(obs, ref):
+    atols = itertools.repeat(tol.atol) if allowances is None else [tol.atol + a for a in allowances]
+    for o, r, atol in zip(obs, ref, atols):
         both_nan = o != o and r != r
         diff = abs(o - r)
         r_finite = math.isfinite(r)
-        close = (diff <= tol.atol + tol.rtol * abs(r) and r_finite) or o == r or both_nan
+        close = (diff <= atol + tol.rtol * abs(r) and r_finite) or o == r or both_nan
         ok = ok and close and math.isfinite(o) == r_finite
         error = 0.0 if both_nan or (o == r and math.isinf(o)) else diff
         relative = error / abs(r) if r != 0 else (0.0 if error == 0 else math.inf)
