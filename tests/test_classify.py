@@ -239,7 +239,7 @@ def test_small_nested_observations_are_judged_in_python_exactly_as_numpy_judges_
 
 
 #: A float32 spread: none, tiny, about float32's rounding, large; and what NumPy alone takes (not finite).
-_SPREADS = st.one_of(st.sampled_from([0.0, 5e-324, 1e-7, 6e-8, 1e-5, 0.5, 1e300]),
+_SPREADS = st.one_of(st.sampled_from([0.0, -0.0, 5e-324, 1e-7, 6e-8, 1e-5, 0.5, 1e300, -1e-6]),
                      st.floats(0.0, 1e-3, allow_subnormal=True))
 
 

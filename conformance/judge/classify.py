@@ -111,7 +111,7 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
         result = {"reference": flat[2], **_compare_flat(flat[0], flat[1], tol, allowances), "rtol": tol.rtol,
                   "atol": tol.atol}
         if allowances is not None:
-            result["float32_spread"] = max(allowances, default=0.0) / SPREAD_FACTOR
+            result["float32_spread"] = float(np.max(allowances, initial=0.0)) / SPREAD_FACTOR  # as below
             if result["ok"] and not _compare_flat(flat[0], flat[1], tol)["ok"]:
                 result["note"] = _within_spread_note(result["float32_spread"])
         return result
