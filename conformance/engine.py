@@ -36,9 +36,9 @@ from conformance.adapter import adapter_classes, installed, missing_modules
 from conformance.case.model import Case
 from conformance.judge.classify import Partly, Unjudged, classify, misses_in_float32, wrong_result
 from conformance.judge.kept import is_kept, keep_answer, kept_answer
+from conformance.outcomes import MACHINE_VALUE_OUTCOMES
 from conformance.program.rendered import RunPrograms
 from conformance.recent import Recent
-from conformance.records.baseline import MACHINE_VALUE_OUTCOMES
 from conformance.records.results import recorded_path, run_info
 from conformance.settings import CELLS_PER_PROCESS, parallel_processes
 from conformance.workers.arrays import unpack

@@ -3,10 +3,13 @@ name.  Anything else in a results or baseline file is not a record of this packa
 
 from __future__ import annotations
 
-__all__ = ["OUTCOMES", "outcome_label"]
+__all__ = ["OUTCOMES", "MACHINE_VALUE_OUTCOMES", "outcome_label"]
 
 OUTCOMES = ("raises", "warns", "silent-correct", "silent-wrong", "aliases", "copies",
             "unsupported", "crash", "timeout", "error", "skipped")
+#: The outcomes a case whose value depends on the machine's kernels (``varies_by_machine:``) moves between
+#: from one machine to another: which value the kernels compute, never whether the framework raises or warns.
+MACHINE_VALUE_OUTCOMES = frozenset({"silent-correct", "silent-wrong"})
 
 
 def outcome_label(outcome: str, correct: bool | None) -> str:

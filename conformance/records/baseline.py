@@ -18,16 +18,13 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from conformance.outcomes import MACHINE_VALUE_OUTCOMES
 from conformance.outputs import write_file
 from conformance.records.explain import explain
 from conformance.records.record import EAGER, Column, Record, as_record, cell_problem
 from conformance.records.results import latest_by_cell
 
 __all__ = ["BaselineError", "Baselines", "summarize", "entries_match"]
-
-#: The outcomes a case whose value depends on the machine's kernels (``varies_by_machine:``) moves between
-#: from one machine to another: which value the kernels compute, never whether the framework raises or warns.
-MACHINE_VALUE_OUTCOMES = frozenset({"silent-correct", "silent-wrong"})
 
 
 def summarize(record: Record | Mapping[str, Any]) -> dict[str, Any]:
