@@ -23,6 +23,7 @@ import functools
 import itertools
 import json
 import os
+import pickle
 import sys
 import threading
 import time
@@ -97,6 +98,25 @@ def _same_values(a: Any, b: Any) -> bool:
         return bool(np.array_equal(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), equal_nan=True))
     except (TypeError, ValueError):
         return a == b
+
+
+#: What a worker's reply carries that judging never reads (how long it ran, the cell's program).
+_UNJUDGED = frozenset({"run_seconds", "kept"})
+
+
+def _same_reply(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Whether two replies of one cell are alike, bit for bit, in everything judging reads (a large
+    observation compared as its array, as judging reads it): judging is a function of the reply, so the
+    second has the first's outcome.  Unlike-looking replies (another key order, a NaN's other payload) are
+    only judged, never taken for alike."""
+    for observation in second.get("observations") or ():
+        if "value" in observation:
+            observation["value"] = unpack(observation["value"])  # as the first run's were, when it was judged
+    try:
+        return (pickle.dumps({k: v for k, v in first.items() if k not in _UNJUDGED}, protocol=5)
+                == pickle.dumps({k: v for k, v in second.items() if k not in _UNJUDGED}, protocol=5))
+    except Exception:  # noqa: BLE001 - what cannot be pickled is judged as it always was
+        return False
 
 
 def _approximate(framework: str, device: str) -> dict[str, float]:
@@ -587,7 +607,7 @@ class Engine:
             outcome, details = self._judge(case, reply, framework, device)
             details.pop("kept", None)  # the cell's program goes beside the results (``program``), not in its details
             if outcome == "silent-wrong" and cls is not None:  # a wrong value is looked at twice
-                details = self._once_more(case, framework, device, mode, details)
+                details = self._once_more(case, framework, device, mode, reply, details)
             if case.varies_by_machine and outcome in MACHINE_VALUE_OUTCOMES:  # what another machine may compute
                 details["varies_by_machine"] = case.varies_by_machine
         except Exception as exc:  # noqa: BLE001 - a fault of the judging (or a limit of this process): one cell
@@ -679,23 +699,26 @@ class Engine:
         judged["documented_copies"] = documented
         return ("copies" if again == "silent-correct" else again), judged
 
-    def _once_more(self, case: Case, framework: str, device: str, mode: str,
+    def _once_more(self, case: Case, framework: str, device: str, mode: str, first: dict[str, Any],
                    details: dict[str, Any]) -> dict[str, Any]:
         """A wrong cell run a second time in a fresh program: where its observations differ from the first
         run's (a read of freed memory, a race between duplicate writes), the record says so
         (``nondeterministic``: the observations that differ and the second outcome), and a baseline or a
-        diff never takes such a cell for a change of the framework."""
+        diff never takes such a cell for a change of the framework.  *first*: the first run's reply, as
+        judged; a second reply that is the same in all judging reads is the same outcome, not judged again."""
         again, _, _ = self._execute_timed(case, framework, device, mode)
         with self._lock:  # its program was taken with the first run's reply
             self._programs_ahead.pop((self._worker_key(case), framework, device, mode), None)
         if again.get("status") not in ("completed", "raised"):
             differing, second = ["(the second run: " + str(again.get("status")) + ")"], again.get("status")
+        elif _same_reply(first, again):
+            differing, second = [], "silent-wrong"
         else:
             second, second_details = self._judge(case, again, framework, device)
-            first = {o["name"]: o.get("value") for o in details.get("observations", ()) if "name" in o}
+            first_values = {o["name"]: o.get("value") for o in details.get("observations", ()) if "name" in o}
             then = {o["name"]: o.get("value") for o in second_details.get("observations", ()) if "name" in o}
-            differing = sorted(name for name in first.keys() | then.keys()
-                               if not _same_values(first.get(name), then.get(name)))
+            differing = sorted(name for name in first_values.keys() | then.keys()
+                               if not _same_values(first_values.get(name), then.get(name)))
         if differing or second != "silent-wrong":
             details["nondeterministic"] = {"second_outcome": second, "differing": differing}
         return details

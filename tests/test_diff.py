@@ -561,12 +561,68 @@ def test_a_wrong_cell_is_run_a_second_time_and_a_difference_is_recorded(monkeypa
     monkeypatch.setattr(engine, "_execute_timed", lambda *a: (next(replies), None, 0.01))
     try:
         first = {"observations": [{"name": "value(y)", "value": [5.0, 5.0]}]}
-        flagged = engine._once_more(case, "torch", "cpu", "eager", first)
+        flagged = engine._once_more(case, "torch", "cpu", "eager", {"status": "completed"}, first)
         replies = iter([{"status": "completed", "observations": [
             {"kind": "value", "name": "value(y)", "step": 3, "dtype": "float32", "shape": [2], "value": [5.0, 5.0]}]}])
-        steady = engine._once_more(case, "torch", "cpu", "eager", {"observations": [{"name": "value(y)",
-                                                                                     "value": [5.0, 5.0]}]})
+        steady = engine._once_more(case, "torch", "cpu", "eager", {"status": "completed"},
+                                   {"observations": [{"name": "value(y)", "value": [5.0, 5.0]}]})
     finally:
         engine.close()
     assert flagged["nondeterministic"] == {"second_outcome": "silent-wrong", "differing": ["value(y)"]}
     assert "nondeterministic" not in steady
+
+
+def test_a_second_run_alike_in_all_judging_reads_is_not_judged_again(monkeypatch, write_case) -> None:
+    """Engine._once_more judges a wrong cell's second reply only where it differs from the first in what
+    judging reads: how long it ran and its program are not read; a bit of a value (-0.0 for 0.0), a warning
+    or a large observation's bytes are."""
+    from conformance.case.load import load_case
+    from conformance.engine import Engine
+    from conformance.workers.arrays import INLINE_ELEMENTS, pack
+
+    case = load_case(write_case("""
+        id: twice_alike
+        title: t
+        steps:
+          - {op: tensor, out: x, value: [1.0, 2.0]}
+          - {op: mul, args: [x, 2.0], out: y}
+          - {observe: value, of: y}
+    """))
+    large = [float(i) for i in range(INLINE_ELEMENTS + 1)]
+
+    def reply(value: Any, **extra: Any) -> dict[str, Any]:
+        return {"status": "completed", "observations": [{"kind": "value", "name": "value(y)", "step": 3,
+                                                         "dtype": "float32", "shape": [2], "value": value}],
+                "warnings": [], "native_output": "", **extra}
+
+    engine = Engine(timeout=60)
+    judged: list[dict] = []
+    judge = engine._judge
+    monkeypatch.setattr(engine, "_judge", lambda case, reply, *a: judged.append(reply) or judge(case, reply, *a))
+    seconds = iter(range(100))
+
+    def twice(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        judged.clear()
+        monkeypatch.setattr(engine, "_execute_timed", lambda *a: (second, None, 0.01))
+        outcome, details = engine._judge(case, first, "torch", "cpu")
+        assert outcome == "silent-wrong"
+        details = engine._once_more(case, "torch", "cpu", "eager", first, details)
+        return details, len(judged) - 1
+
+    try:
+        steady, again = twice(reply([0.0, 5.0], run_seconds=0.5, kept={"source": "a"}),
+                              reply([0.0, 5.0], run_seconds=next(seconds)))
+        assert (again, "nondeterministic" in steady) == (0, False)
+        steady, again = twice(reply(pack(large), run_seconds=0.5), reply(pack(large), run_seconds=0.7))
+        assert (again, "nondeterministic" in steady) == (0, False)
+        signed, again = twice(reply([0.0, 5.0]), reply([-0.0, 5.0]))
+        assert (again, "nondeterministic" in signed) == (1, False)  # judged: the same value, the same outcome
+        warned, again = twice(reply([0.0, 5.0]), reply([0.0, 5.0], warnings=[{"category": "UserWarning",
+                                                                              "message": "<b>x</b>"}]))
+        assert again == 1 and warned["nondeterministic"] == {"second_outcome": "warns", "differing": []}
+        moved = large[:-1] + [1e300]
+        flagged, again = twice(reply(pack(large)), reply(pack(moved)))
+        assert again == 1 and flagged["nondeterministic"] == {"second_outcome": "silent-wrong",
+                                                              "differing": ["value(y)"]}
+    finally:
+        engine.close()
