@@ -626,3 +626,38 @@ def test_a_second_run_alike_in_all_judging_reads_is_not_judged_again(monkeypatch
                                                               "differing": ["value(y)"]}
     finally:
         engine.close()
+
+
+def test_a_value_that_varies_by_machine_compared_across_cpus_is_listed_and_never_gates(tmp_path: Path,
+                                                                                          capsys) -> None:
+    """matmul_out_names_its_input's kind: MKL's kernel on one CPU computes the product, on another zeros.
+    Compared across CPUs (or with a baseline, which records no CPU), the flip between silent-correct and
+    silent-wrong is listed under its own heading and exits 0; on one CPU it is a change as any other, and a
+    raise or a memory change is a change on any machines."""
+    why = "MKL picks its kernel by the CPU's vendor"
+
+    def on(cpu: str, outcome: str, **details: Any) -> dict[str, Any]:
+        found = record("matmul_out", outcome, **details)
+        found["run_info"] = {"cpu": cpu}
+        return found
+
+    intel, amd = on("Intel Xeon <b>", "silent-correct", varies_by_machine=why), on("AMD EPYC", "silent-wrong",
+                                                                                varies_by_machine=why)
+    assert run_diff(tmp_path, [intel], [amd]) == 0
+    out = capsys.readouterr().out
+    assert "another machine's value" in out and "matmul_out" in out
+    assert "became wrong" not in out.split("counts:")[0]
+    assert run_diff(tmp_path, [on("AMD EPYC", "silent-correct", varies_by_machine=why)], [amd]) == 1
+    assert "became wrong" in capsys.readouterr().out.split("counts:")[0]  # one CPU: the framework's change
+    assert run_diff(tmp_path, [intel], [on("AMD EPYC", "raises", **raised())]) == 0
+    out = capsys.readouterr().out
+    assert "behaviour changed" in out.split("counts:")[0] and "another machine's value" not in out
+    baseline = tmp_path / "baseline.json"
+    from conformance.records.baseline import summarize
+
+    baseline.write_text(json.dumps({"framework": "torch", "version": "2.6.2", "device": "cpu",
+                                    "cells": {"matmul_out": summarize(intel)}}), encoding="utf-8")
+    assert main(["diff", str(baseline), str(write(tmp_path / "amd.jsonl", [amd]))]) == 0
+    assert "another machine's value" in capsys.readouterr().out
+    assert severity(Cell("silent-correct", varies_by_machine=True), Cell("silent-wrong")) not in (None, 1)
+    assert severity(Cell("silent-correct", varies_by_machine=True), Cell("silent-wrong"), one_machine=True) == 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from conformance.outcomes import outcome_label
+from conformance.outcomes import MACHINE_VALUE_OUTCOMES, outcome_label
 from conformance.records.explain import explain, raised_brief
 from conformance.records.record import EAGER, Column, Record
 from conformance.records.results import ResultsError, latest_by_cell, load_records
@@ -23,7 +23,7 @@ __all__ = ["BadInput", "Cell", "Side", "Change", "Comparison", "SEVERITIES", "lo
            "severity", "compare", "render_text", "render_markdown", "markdown_sections", "short_counts", "exit_status",
            "SHORT_NAMES"]
 
-WRONG, CRASH, BEHAVIOUR, MEMORY, NEW_API, MESSAGE, NOT_COMPARABLE, NONDETERMINISTIC = 1, 2, 3, 4, 5, 6, 7, 8
+WRONG, CRASH, BEHAVIOUR, MEMORY, NEW_API, MESSAGE, NOT_COMPARABLE, NONDETERMINISTIC, MACHINE = 1, 2, 3, 4, 5, 6, 7, 8, 9
 #: Severity -> heading, most dangerous first.  1 and 2 make the exit status 1.
 SEVERITIES = {
     WRONG: "became wrong (silent-wrong, or warns with a wrong result) for a spelling that existed before",
@@ -36,10 +36,13 @@ SEVERITIES = {
     NOT_COMPARABLE: "not comparable (skipped or harness error on one side)",
     NONDETERMINISTIC: "not the same from run to run (a second run of the cell in one column gave other values): "
                       "recorded, never counted as a change",
+    MACHINE: "another machine's value (a case whose value varies by machine, silent-correct on one CPU and "
+             "silent-wrong on another, compared across CPUs or with a baseline): recorded, never counted as a change",
 }
 SHORT_NAMES = {WRONG: "became wrong", CRASH: "newly crash/timeout", BEHAVIOUR: "behaviour changed",
                MEMORY: "aliases/copies", NEW_API: "new API", MESSAGE: "message-only",
-               NOT_COMPARABLE: "not comparable", NONDETERMINISTIC: "not the same from run to run"}
+               NOT_COMPARABLE: "not comparable", NONDETERMINISTIC: "not the same from run to run",
+               MACHINE: "another machine's value"}
 _SEVERE = (WRONG, CRASH)
 
 
@@ -64,6 +67,8 @@ class Cell:
     kind: str | None = None
     #: a second run of the cell in its column gave other values (``Engine._once_more``)
     nondeterministic: bool = False
+    #: the case says its value depends on the machine's kernels (``varies_by_machine:``)
+    varies_by_machine: bool = False
 
     @property
     def wrong(self) -> bool:
@@ -79,13 +84,16 @@ class Side:
     #: the NumPy versions and the builds (cpu, cu128) of its records.
     numpy: dict[Column, set[str]] = field(default_factory=dict)
     builds: dict[Column, set[str]] = field(default_factory=dict)
+    #: The CPUs its records ran on (results only): a value that varies by machine compares on one CPU only.
+    cpus: dict[Column, set[str]] = field(default_factory=dict)
 
     def only(self, columns: Iterable[Column], path: str | None = None) -> Side:
         """The same side with only *columns* (what each ran with kept)."""
         kept = list(columns)
         return Side(path or self.path, self.kind, {c: self.columns[c] for c in kept},
                     {c: self.numpy[c] for c in kept if c in self.numpy},
-                    {c: self.builds[c] for c in kept if c in self.builds})
+                    {c: self.builds[c] for c in kept if c in self.builds},
+                    {c: self.cpus[c] for c in kept if c in self.cpus})
 
     @classmethod
     def merged(cls, sides: Sequence[Side]) -> Side:
@@ -95,6 +103,7 @@ class Side:
             merged.columns.update(side.columns)
             merged.numpy.update(side.numpy)
             merged.builds.update(side.builds)
+            merged.cpus.update(side.cpus)
         return merged
 
 
@@ -102,14 +111,14 @@ def _cell_from_record(record: Record) -> Cell:
     exc = record.exception
     return Cell(record.outcome, exc.type if exc else None, (exc.first_line or None) if exc else None,
                 exc.phase if exc else None, record.correct, explain(record, "brief"), exc.kind if exc else None,
-                bool(record.details.get("nondeterministic")))
+                bool(record.details.get("nondeterministic")), bool(record.details.get("varies_by_machine")))
 
 
 def _cell_from_baseline(entry: Mapping[str, Any]) -> Cell:
     kind = entry.get("kind")
     brief = raised_brief(entry["exception"], entry.get("phase"), kind) if entry.get("exception") else ""
     return Cell(entry["outcome"], entry.get("exception"), None, entry.get("phase"), None, brief, kind,
-                entry.get("nondeterministic") is True)
+                entry.get("nondeterministic") is True, entry.get("varies_by_machine") is True)
 
 
 def _baseline_side(path: Path, whole: Mapping[str, Any]) -> Side:
@@ -155,6 +164,8 @@ def load_side(path: Path | str) -> Side:
         side.columns.setdefault(column, {})[case] = _cell_from_record(record)
         side.numpy.setdefault(column, set()).update([record.numpy] if record.numpy else [])
         side.builds.setdefault(column, set()).update([record.build] if record.build else [])
+        cpu = record.run_info.get("cpu")
+        side.cpus.setdefault(column, set()).update([cpu] if isinstance(cpu, str) and cpu else [])
     if not side.columns:
         raise BadInput(f"{path}: no results records in this file")
     return side
@@ -215,11 +226,15 @@ def split_modes(side: Side) -> tuple[Side, Side]:
     return Side(side.path, side.kind, eager), Side(side.path, side.kind, compiled)
 
 
-def severity(old: Cell, new: Cell) -> int | None:
+def severity(old: Cell, new: Cell, one_machine: bool = False) -> int | None:
     """How much a change matters (1 = most); None when nothing a reader cares about changed.  A spelling
-    that did not exist before (unsupported) is new API whatever it does now: it cannot have become wrong."""
+    that did not exist before (unsupported) is new API whatever it does now: it cannot have become wrong.
+    *one_machine*: both columns ran on the same CPU, so a value that varies by machine compares as any other."""
     if old.outcome == "unsupported" and new.outcome not in ("unsupported", "skipped", "error"):
         return NEW_API
+    if (not one_machine and (old.varies_by_machine or new.varies_by_machine) and old.outcome != new.outcome
+            and {old.outcome, new.outcome} <= MACHINE_VALUE_OUTCOMES):
+        return MACHINE
     if (old.nondeterministic or new.nondeterministic) and (old.outcome, old.correct) != (new.outcome, new.correct):
         return NONDETERMINISTIC
     if new.wrong and not (old.outcome == new.outcome and old.correct in (new.correct, None)):
@@ -286,6 +301,7 @@ def compare(old: Side, new: Side, control: Side | None = None, named: bool = Fal
                        f"({_columns(new)}) by device")
     result = Comparison(old, new, pairs, unpaired_old, unpaired_new)
     causes = {pair: _numpy_cause(result, pair, control) for pair in pairs}
+    machines = {pair: _one_machine(old, new, pair) for pair in pairs}
     if named and control is not None and not any(causes.values()):
         raise BadInput(_controls_nothing(control, result, pairs))
     for pair in pairs:
@@ -298,12 +314,18 @@ def compare(old: Side, new: Side, control: Side | None = None, named: bool = Fal
                 result.only_new.append((case, pair))
             else:
                 result.compared += 1
-                rank = severity(before[case], after[case])
+                rank = severity(before[case], after[case], machines[pair])
                 if rank is not None:
                     result.changes.append(Change(rank, case, pair, before[case], after[case],
                                                  cause(case) if cause else None))
     result.changes.sort(key=lambda c: (c.severity, c.pair[1].sort_key, not _arrives_dangerous(c), c.case))
     return result
+
+
+def _one_machine(old: Side, new: Side, pair: tuple[Column, Column]) -> bool:
+    """Whether both columns of *pair* ran on one and the same CPU (a baseline records none)."""
+    cpus = (old.cpus.get(pair[0]), new.cpus.get(pair[1]))
+    return bool(cpus[0]) and cpus[0] == cpus[1] and len(cpus[0] or ()) == 1
 
 
 def _arrives_dangerous(change: Change) -> bool:
@@ -473,7 +495,7 @@ def _detail(change: Change) -> str:
 
 def _counts(comparison: Comparison) -> str:
     counted = {s: sum(c.severity == s for c in comparison.changes) for s in SEVERITIES}
-    numbers = [f"{n} {SHORT_NAMES[s]}" for s, n in counted.items() if n or s != NONDETERMINISTIC]
+    numbers = [f"{n} {SHORT_NAMES[s]}" for s, n in counted.items() if n or s not in (NONDETERMINISTIC, MACHINE)]
     return (f"counts: {comparison.compared} cells compared in {len(comparison.pairs)} column pair(s); "
             + ", ".join(numbers)
             + f"; {len(comparison.only_old)} only in OLD, {len(comparison.only_new)} only in NEW")
