@@ -263,6 +263,18 @@ def test_a_small_observation_against_a_float32_spread_is_judged_in_python_exactl
     assert _canonical(in_python) == _canonical(by_numpy)
 
 
+def test_a_spread_below_zero_allows_nothing_and_never_makes_an_exact_value_wrong() -> None:
+    """Found by the property test above: 0.0 against 0.0 with a spread of -1e-6 was right in Python and wrong
+    through NumPy, whose allowance went below 0 and tightened the tolerance."""
+    tolerance = Tolerance(1e-5, 1e-6)
+    for value, reference, spread in (([0.0], [0.0], [-1e-6]), (np.array([0.0]), np.array([0.0]), np.array([-1e-6]))):
+        judged = compare({"value": value, "dtype": "float32"}, reference, tolerance, spread=spread)
+        assert judged["ok"] is True and judged["float32_spread"] == 0.0 and "note" not in judged
+    for value, reference, spread in (([1.5e-6], [0.0], [-1e-6]), (np.array([1.5e-6]), np.array([0.0]),
+                                                                 np.array([-1e-6]))):
+        assert compare({"value": value, "dtype": "float32"}, reference, tolerance, spread=spread)["ok"] is False
+
+
 def test_a_spread_of_another_size_than_the_value_is_no_allowance_in_python_as_in_numpy() -> None:
     judged = compare({"value": [1.001, 2.0], "dtype": "float32"}, [1.0, 2.0], None, spread=[0.01])
     assert judged["ok"] is False and "float32_spread" not in judged

@@ -135,7 +135,7 @@ def compare(observed: Mapping[str, Any], reference: Any, tolerance: Tolerance | 
         obs = obs.reshape(ref.shape)
     allowance = None
     if spread is not None:
-        allowance = SPREAD_FACTOR * np.asarray(spread, dtype=np.float64)
+        allowance = SPREAD_FACTOR * np.maximum(np.asarray(spread, dtype=np.float64), 0.0)  # as _flat_allowances
         if allowance.size != ref.size:
             allowance = None
         else:
@@ -157,7 +157,8 @@ def _within_spread_note(spread: float) -> str:
 def _flat_allowances(spread: Any, size: int) -> list[float] | None:
     """What each of *size* elements may miss by beyond the tolerance (SPREAD_FACTOR times its spread), as
     :func:`compare` takes it from NumPy, where *spread* is a number or a list of numbers of that many finite
-    elements; None for anything else, which NumPy compares."""
+    elements; None for anything else, which NumPy compares.  A spread below 0 allows nothing: an allowance
+    loosens the tolerance, never tightens it (an exact value stays right)."""
     numbers: list[float] = []
     if type(spread) in _NUMBER_TYPES:
         numbers.append(float(spread))
@@ -165,7 +166,7 @@ def _flat_allowances(spread: Any, size: int) -> list[float] | None:
         return None
     if len(numbers) != size or not all(map(math.isfinite, numbers)):
         return None
-    return [SPREAD_FACTOR * number for number in numbers]
+    return [SPREAD_FACTOR * max(0.0, number) for number in numbers]  # 0.0 for -0.0, as np.maximum
 
 
 def _as_listed(value: Any) -> Any:
