@@ -541,20 +541,24 @@ def test_a_cell_whose_values_differ_between_two_runs_is_listed_and_never_gates(t
     assert not entries_match({"outcome": "silent-correct"}, summarize(record("x", "silent-wrong")))
 
 
+#: A case with one value, which the tests of a wrong cell's second run give replies for.
+TWICE = """
+    id: twice
+    title: t
+    steps:
+      - {op: tensor, out: x, value: [1.0, 2.0]}
+      - {op: mul, args: [x, 2.0], out: y}
+      - {observe: value, of: y}
+"""
+
+
 def test_a_wrong_cell_is_run_a_second_time_and_a_difference_is_recorded(monkeypatch, write_case) -> None:
     """Engine._once_more: a wrong cell runs again in a fresh program; values that differ from the first run
     are named in the record, the same values leave it as it was."""
     from conformance.case.load import load_case
     from conformance.engine import Engine
 
-    case = load_case(write_case("""
-        id: twice
-        title: t
-        steps:
-          - {op: tensor, out: x, value: [1.0, 2.0]}
-          - {op: mul, args: [x, 2.0], out: y}
-          - {observe: value, of: y}
-    """))
+    case = load_case(write_case(TWICE))
     engine = Engine(timeout=60)
     replies = iter([{"status": "completed", "observations": [
         {"kind": "value", "name": "value(y)", "step": 3, "dtype": "float32", "shape": [2], "value": [7.0, 7.0]}]}])
@@ -580,14 +584,7 @@ def test_a_second_run_alike_in_all_judging_reads_is_not_judged_again(monkeypatch
     from conformance.engine import Engine
     from conformance.workers.arrays import INLINE_ELEMENTS, pack
 
-    case = load_case(write_case("""
-        id: twice_alike
-        title: t
-        steps:
-          - {op: tensor, out: x, value: [1.0, 2.0]}
-          - {op: mul, args: [x, 2.0], out: y}
-          - {observe: value, of: y}
-    """))
+    case = load_case(write_case(TWICE))
     large = [float(i) for i in range(INLINE_ELEMENTS + 1)]
 
     def reply(value: Any, **extra: Any) -> dict[str, Any]:
