@@ -100,6 +100,13 @@ def _same_values(a: Any, b: Any) -> bool:
         return a == b
 
 
+def _unpack_values(reply: dict[str, Any]) -> None:
+    """A reply's observed values in the form judging reads: a large array came as its bytes."""
+    for observation in reply.get("observations") or ():
+        if "value" in observation:
+            observation["value"] = unpack(observation["value"])
+
+
 #: What a worker's reply carries that judging never reads (how long it ran, the cell's program).
 _UNJUDGED = frozenset({"run_seconds", "kept"})
 
@@ -109,9 +116,7 @@ def _same_reply(first: dict[str, Any], second: dict[str, Any]) -> bool:
     observation compared as its array, as judging reads it): judging is a function of the reply, so the
     second has the first's outcome.  Unlike-looking replies (another key order, a NaN's other payload) are
     only judged, never taken for alike."""
-    for observation in second.get("observations") or ():
-        if "value" in observation:
-            observation["value"] = unpack(observation["value"])  # as the first run's were, when it was judged
+    _unpack_values(second)  # as the first run's were, when it was judged
     try:
         return (pickle.dumps({k: v for k, v in first.items() if k not in _UNJUDGED}, protocol=5)
                 == pickle.dumps({k: v for k, v in second.items() if k not in _UNJUDGED}, protocol=5))
@@ -637,9 +642,7 @@ class Engine:
         it, against what float32 arithmetic can do to it; for a framework whose documented copies the case
         uses, against the storage model with those copies)."""
         reference, reference_error = None, None
-        for observation in reply.get("observations") or ():
-            if "value" in observation:
-                observation["value"] = unpack(observation["value"])  # a large array came as its bytes
+        _unpack_values(reply)
         if reply["status"] in ("completed", "raised"):  # only a result needs judging
             reference, reference_error, harness_error = self.reference(case)
             if harness_error is not None:
