@@ -23,7 +23,12 @@ process of the run: the pytest process, the workers and the reference service):
   cell whatever the harness does (the harness passes over some of it: the hooks around each phase, a
   collection report per file);
 * peak memory (VmHWM) of the pytest process and of each worker of the serial
-  and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s.
+  and ``-n 2`` catalogue runs, sampled from /proc every 0.25 s;
+* where a cell's CPU goes: one more run of the floor and of the harness at each
+  replication, the CPU of each process (and of the pytest process's main thread)
+  sampled from /proc every 0.1 s, and the slope of each between replications: the
+  pytest process, the framework's worker against the floor's interpreter running
+  the same programs, the reference service (a profile that needs no profiler).
 
 Every timing is taken ``--repeat`` times (3 by default), in rounds: each round
 times every configuration once, floors and harness runs alternating, so a slow
@@ -121,6 +126,7 @@ class Run:
     cpu: float = 0.0  # user + system seconds of the whole process tree (every descendant is waited for)
     cells: int = 0
     peaks: dict[str, int] = field(default_factory=dict)  # role -> VmHWM in KiB
+    cpu_by_role: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds, where split
     output: str = ""
 
 
@@ -150,7 +156,10 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-_KNOWN_ROLES = ("pytest (conformance run)", "reference service", "xdist process")
+#: The process ``conformance run`` is, and the floor's interpreter, by role.
+PYTEST_ROLE = "pytest (conformance run)"
+FLOOR_ROLE = "the floor's interpreter"
+_KNOWN_ROLES = (PYTEST_ROLE, "reference service", "xdist process", FLOOR_ROLE)
 
 
 def _role(pid: int, root: int) -> str:
@@ -160,13 +169,15 @@ def _role(pid: int, root: int) -> str:
         return "?"
     words = [a.decode(errors="replace") for a in argv if a]
     if pid == root:
-        return "pytest (conformance run)"
+        return PYTEST_ROLE
     if "conformance.workers.worker" in words:
         return f"worker {words[-1]}"
     if "conformance.judge.service" in words:
         return "reference service"
-    if any("execnet" in w or "exec(eval(" in w for w in words) or "-c" in words:
+    if any("execnet" in w or "exec(eval(" in w for w in words):
         return "xdist process"
+    if "-c" in words[1:2]:  # a program given on the command line: torch starts some (its compiler's helpers)
+        return f"{Path(words[0]).name} -c"
     return Path(words[0]).name if words else "?"
 
 
@@ -208,28 +219,88 @@ class PeakSampler(threading.Thread):
         return {f"{role} (x{len(v)})" if len(v) > 1 else role: max(v) for role, v in sorted(by_role.items())}
 
 
+def _cpu_seconds(stat_path: str) -> float | None:
+    """User + system seconds of a process or thread, from its ``stat`` under /proc."""
+    try:
+        with open(stat_path, encoding="utf-8") as handle:
+            fields = handle.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class CpuSampler(threading.Thread):
+    """The CPU of every process under *root*, by role, and of the root's main thread alone (the pytest
+    process's own work; its other threads read the workers' replies): sampled every *interval* seconds,
+    so what a process spends in its last interval is missed, alike in every run, and cancels from the
+    slope between replications."""
+
+    def __init__(self, root: int, root_role: str, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.root, self.root_role, self.interval = root, root_role, interval
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.main_thread = 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            main = _cpu_seconds(f"/proc/{self.root}/task/{self.root}/stat")
+            if main is not None:
+                self.main_thread = main
+            for pid in {self.root} | _descendants(self.root):
+                cpu = _cpu_seconds(f"/proc/{pid}/stat")
+                if cpu is not None:
+                    role = self.seen.get(pid, (None, 0.0))[0]
+                    if role is None or not (role in _KNOWN_ROLES or role.startswith("worker ")):  # seen before exec
+                        role = self.root_role if pid == self.root else _role(pid, self.root)
+                    self.seen[pid] = (role, cpu)
+            self.done.wait(self.interval)
+
+    def by_role(self) -> dict[str, float]:
+        """CPU seconds per role (processes of one role summed), with the root's main thread apart."""
+        totals: dict[str, float] = {}
+        for role, cpu in self.seen.values():
+            totals[role] = totals.get(role, 0.0) + cpu
+        if self.root_role in totals:
+            totals[f"{self.root_role}, main thread"] = self.main_thread
+        return totals
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(label: str, argv: list[str], cwd: Path, sample: bool = False, env: dict | None = None) -> Run:
+def timed(label: str, argv: list[str], cwd: Path, sample: bool = False, env: dict | None = None,
+          split: str | None = None) -> Run:
     """Run *argv*, alone: its CPU is what this process's waited-for descendants gained meanwhile, which
-    counts every process of its tree (workers and the reference service are waited for by their parent)."""
+    counts every process of its tree (workers and the reference service are waited for by their parent).
+    *sample*: the peak memory of each process; *split*: the CPU of each, *split* naming the process run (both
+    sample /proc as it runs, so neither is asked of a run whose time is a figure)."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env=None if env is None else {**os.environ, **env})
-    sampler = PeakSampler(process.pid) if sample and Path("/proc/self/status").exists() else None
-    if sampler:
+    proc = Path("/proc/self/status").exists()
+    samplers = [s for s in (PeakSampler(process.pid) if sample and proc else None,
+                            CpuSampler(process.pid, split) if split and proc else None) if s is not None]
+    for sampler in samplers:
         sampler.start()
     output = process.communicate()[0]
     seconds = time.perf_counter() - started
-    if sampler:
+    for sampler in samplers:
         sampler.done.set()
         sampler.join()
-    return Run(label, seconds, process.returncode, _children_cpu() - cpu_before,
-               peaks=sampler.peaks() if sampler else {}, output=output)
+    run = Run(label, seconds, process.returncode, _children_cpu() - cpu_before, output=output)
+    for sampler in samplers:
+        if isinstance(sampler, PeakSampler):
+            run.peaks = sampler.peaks()
+        else:
+            run.cpu_by_role = sampler.by_role()
+    return run
 
 
 # -- the floor ---------------------------------------------------------------------------------------
@@ -251,8 +322,9 @@ def generate_programs(framework: str, cases: list, folder: Path) -> int:
     return len(cases)
 
 
-def floor(framework: str, folder: Path, times: int, cwd: Path) -> Run:
-    return timed(f"floor {framework} x{times}", [PYTHON, "-c", FLOOR_RUNNER, framework, str(folder), str(times)], cwd)
+def floor(framework: str, folder: Path, times: int, cwd: Path, split: bool = False) -> Run:
+    return timed(f"floor {framework} x{times}", [PYTHON, "-c", FLOOR_RUNNER, framework, str(folder), str(times)], cwd,
+                 split=FLOOR_ROLE if split else None)
 
 
 def bare_import(framework: str, cwd: Path) -> Run:
@@ -273,12 +345,12 @@ def bare_pytest(folder: Path, times: int, cwd: Path, scratch: Path) -> Run:
 # -- the harness -------------------------------------------------------------------------------------
 
 def conformance_run(label: str, paths: list[str], frameworks: list[str], cwd: Path, scratch: Path,
-                    extra: tuple[str, ...] = (), sample: bool = False) -> Run:
+                    extra: tuple[str, ...] = (), sample: bool = False, split: bool = False) -> Run:
     results = scratch / f"{re.sub(r'[^a-z0-9]+', '-', label.lower())}.jsonl"
     argv = [PYTHON, "-m", "conformance.cli", "run", *paths, "--device", "cpu", "--no-baselines",
             "--results", str(results), "--summary", str(results.with_suffix(".md"))]
     argv += [f"--framework={f}" for f in frameworks] + list(extra)
-    run = timed(label, argv, cwd, sample=sample)
+    run = timed(label, argv, cwd, sample=sample, split=PYTEST_ROLE if split else None)
     run.cells = sum(1 for line in results.read_text().splitlines() if line.strip()) if results.exists() else 0
     return run
 
@@ -425,6 +497,11 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
                 timings.add(conformance_run(f"{'+'.join(group)} x{k}", [str(replicas[k])], group, cwd, scratch))
         for k in factors:
             timings.add(bare_pytest(replicas[k], k, cwd, scratch))
+    print("  the CPU by process ...", file=sys.stderr, flush=True)
+    splits = {(framework, k): (floor(framework, scratch / "programs" / framework, k, cwd, split=True),
+                               conformance_run(f"{framework} x{k} by process", [str(replicas[k])], [framework], cwd,
+                                               scratch, split=True))
+              for framework in frameworks for k in factors}  # one more run of each, its processes sampled
 
     def floor_of(group: list[str], k: int, measure=timings.seconds) -> float:
         return sum(measure(f"floor {f} x{k}") for f in group)
@@ -481,6 +558,8 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
                   + "; ".join(f"{what} harness {harness:5.2f}, floor {own:5.2f}, above the floor {harness - own:+5.2f}"
                               for what, (harness, own) in slope.items()))
 
+    print_split(splits, frameworks, factors)
+
     print("\n== pytest's own cost per item: each case file one item whose test does nothing, nothing of this "
           "package ==")
     for k in factors:
@@ -494,6 +573,45 @@ def _measure(frameworks: list[str], factors: list[int], cases: list, case_files:
         print(f"  marginal x{low}->x{high}, ms per item: "
               + "; ".join(f"{what} {ms:5.2f}" for what, ms in slope.items())
               + "  (a bound on what pytest's collection and reports cost a cell; the harness bypasses some of it)")
+
+
+def print_split(splits: dict[tuple[str, int], tuple[Run, Run]], frameworks: list[str], factors: list[int]) -> None:
+    """Where a cell's CPU goes, process by process: the slope of each between replications, the worker's
+    set against the floor's interpreter, which runs the same programs (one run each, not a median)."""
+    print("\n== where a cell's CPU goes, by process: one more run of the floor and of the harness at each "
+          "replication, every process's CPU sampled from /proc every 0.1 s ==")
+    for framework in frameworks:
+        for low, high in zip(factors, factors[1:]):
+            (floor_low, low_run), (floor_high, high_run) = splits[(framework, low)], splits[(framework, high)]
+            cells = high_run.cells - low_run.cells
+            if cells <= 0 or not high_run.cpu_by_role or not floor_high.cpu_by_role:
+                print(f"  {framework}: no split (no /proc, or no cell ran)")
+                continue
+
+            def slope(low_roles: dict[str, float], high_roles: dict[str, float], role: str) -> float:
+                return (high_roles.get(role, 0.0) - low_roles.get(role, 0.0)) / cells * 1000
+
+            floor_ms = slope(floor_low.cpu_by_role, floor_high.cpu_by_role, FLOOR_ROLE)
+            floor_main = slope(floor_low.cpu_by_role, floor_high.cpu_by_role, f"{FLOOR_ROLE}, main thread")
+            print(f"  {framework} marginal x{low}->x{high}, ms of CPU per cell ({cells} cells):")
+            print(f"    {FLOOR_ROLE:34s} {floor_ms:6.2f}  (its main thread {floor_main:.2f})")
+            roles = sorted(set(low_run.cpu_by_role) | set(high_run.cpu_by_role))
+            total = 0.0
+            for role in roles:
+                if role.endswith(", main thread"):
+                    continue
+                ms = slope(low_run.cpu_by_role, high_run.cpu_by_role, role)
+                total += ms
+                if role == PYTEST_ROLE:
+                    main = slope(low_run.cpu_by_role, high_run.cpu_by_role, f"{role}, main thread")
+                    note = f"  (its main thread {main:.2f}; its other threads, which read replies and send requests, " \
+                           f"{ms - main:.2f})"
+                elif role == f"worker {framework}":
+                    note = f"  ({ms - floor_ms:+.2f} against the floor's interpreter, which runs the same programs)"
+                else:
+                    note = ""
+                print(f"    {role:34s} {ms:6.2f}{note}")
+            print(f"    {'all of the harness':34s} {total:6.2f}  ({total - floor_ms:+.2f} above the floor)")
 
 
 if __name__ == "__main__":
