@@ -596,12 +596,15 @@ def print_split(splits: dict[tuple[str, int], tuple[Run, Run]], frameworks: list
             print(f"  {framework} marginal x{low}->x{high}, ms of CPU per cell ({cells} cells):")
             print(f"    {FLOOR_ROLE:34s} {floor_ms:6.2f}  (its main thread {floor_main:.2f})")
             roles = sorted(set(low_run.cpu_by_role) | set(high_run.cpu_by_role))
-            total = 0.0
+            total = others = 0.0
             for role in roles:
                 if role.endswith(", main thread"):
                     continue
                 ms = slope(low_run.cpu_by_role, high_run.cpu_by_role, role)
                 total += ms
+                if role not in (PYTEST_ROLE, f"worker {framework}", "reference service"):
+                    others += ms  # the compiler, git, the helpers torch starts: a few, whatever the cells
+                    continue
                 if role == PYTEST_ROLE:
                     main = slope(low_run.cpu_by_role, high_run.cpu_by_role, f"{role}, main thread")
                     note = f"  (its main thread {main:.2f}; its other threads, which read replies and send requests, " \
@@ -611,6 +614,7 @@ def print_split(splits: dict[tuple[str, int], tuple[Run, Run]], frameworks: list
                 else:
                     note = ""
                 print(f"    {role:34s} {ms:6.2f}{note}")
+            print(f"    {'other processes (short-lived helpers)':34s} {others:6.2f}")
             print(f"    {'all of the harness':34s} {total:6.2f}  ({total - floor_ms:+.2f} above the floor)")
 
 
