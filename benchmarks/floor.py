@@ -181,6 +181,14 @@ def _role(pid: int, root: int) -> str:
     return Path(words[0]).name if words else "?"
 
 
+def _known_role(seen: str | None, pid: int, root: int, root_role: str) -> str:
+    """The role of *pid*: the one *seen* before, unless that was read before the process ran its program
+    (a fork that has not exec'd yet reads as its parent, or as nothing)."""
+    if seen is not None and (seen in _KNOWN_ROLES or seen.startswith("worker ")):
+        return seen
+    return root_role if pid == root else _role(pid, root)
+
+
 def _peak_kib(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -205,9 +213,7 @@ class PeakSampler(threading.Thread):
             for pid in {self.root} | _descendants(self.root):
                 peak = _peak_kib(pid)
                 if peak is not None:
-                    role = self.seen.get(pid, (None, 0))[0]
-                    if role is None or not (role in _KNOWN_ROLES or role.startswith("worker ")):  # seen before exec
-                        role = _role(pid, self.root)
+                    role = _known_role(self.seen.get(pid, (None, 0))[0], pid, self.root, PYTEST_ROLE)
                     self.seen[pid] = (role, max(peak, self.seen.get(pid, ("", 0))[1]))
             self.done.wait(self.interval)
 
@@ -253,9 +259,7 @@ class CpuSampler(threading.Thread):
             for pid in {self.root} | _descendants(self.root):
                 cpu = _cpu_seconds(f"/proc/{pid}/stat")
                 if cpu is not None:
-                    role = self.seen.get(pid, (None, 0.0))[0]
-                    if role is None or not (role in _KNOWN_ROLES or role.startswith("worker ")):  # seen before exec
-                        role = self.root_role if pid == self.root else _role(pid, self.root)
+                    role = _known_role(self.seen.get(pid, (None, 0.0))[0], pid, self.root, self.root_role)
                     self.seen[pid] = (role, cpu)
             self.done.wait(self.interval)
 
@@ -594,7 +598,7 @@ def print_split(splits: dict[tuple[str, int], tuple[Run, Run]], frameworks: list
             floor_ms = slope(floor_low.cpu_by_role, floor_high.cpu_by_role, FLOOR_ROLE)
             floor_main = slope(floor_low.cpu_by_role, floor_high.cpu_by_role, f"{FLOOR_ROLE}, main thread")
             print(f"  {framework} marginal x{low}->x{high}, ms of CPU per cell ({cells} cells):")
-            print(f"    {FLOOR_ROLE:34s} {floor_ms:6.2f}  (its main thread {floor_main:.2f})")
+            print(f"    {FLOOR_ROLE:37s} {floor_ms:6.2f}  (its main thread {floor_main:.2f})")
             roles = sorted(set(low_run.cpu_by_role) | set(high_run.cpu_by_role))
             total = others = 0.0
             for role in roles:
@@ -613,9 +617,9 @@ def print_split(splits: dict[tuple[str, int], tuple[Run, Run]], frameworks: list
                     note = f"  ({ms - floor_ms:+.2f} against the floor's interpreter, which runs the same programs)"
                 else:
                     note = ""
-                print(f"    {role:34s} {ms:6.2f}{note}")
-            print(f"    {'other processes (short-lived helpers)':34s} {others:6.2f}")
-            print(f"    {'all of the harness':34s} {total:6.2f}  ({total - floor_ms:+.2f} above the floor)")
+                print(f"    {role:37s} {ms:6.2f}{note}")
+            print(f"    {'other processes (short-lived helpers)':37s} {others:6.2f}")
+            print(f"    {'all of the harness':37s} {total:6.2f}  ({total - floor_ms:+.2f} above the floor)")
 
 
 if __name__ == "__main__":
