@@ -38,10 +38,12 @@ timing varies by tens of percent, which the range shows.  Ratios and marginal
 costs are worked out from the medians.  The machine's load average is printed
 before and after.  A benchmark, run by hand, never a test: it asserts nothing.
 
-The harness runs with the cases it checked before and the references it computed
-before kept in the user's cache folder (conformance/case/kept.py,
-conformance/judge/kept.py), as every run of a catalogue but its first has them:
-they are made once before the timings (the "first run" configurations excepted).
+The harness runs with the cases it checked before, the references it computed
+before and the programs its workers wrote and compiled before kept in the user's
+cache folder (conformance/case/kept.py, conformance/judge/kept.py,
+conformance/workers/compiled.py), as every run of a catalogue but its first has
+them: they are made once before the timings (the "first run" configurations
+compute every reference afresh).
 
     python benchmarks/floor.py [--cases cases] [--framework torch] [--replicas 1,8] [--repeat 3]
 """

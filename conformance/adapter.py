@@ -144,11 +144,11 @@ class Adapter:
         :meth:`build`); an adapter that runs a pair of tools names both."""
         return split_build(version)[0]
 
-    @property
+    @functools.cached_property
     def build(self) -> str:
         """Which build of the release is installed (``cpu``, ``cu128``, ``rocm6.2``): recorded beside the
         version, never part of the column.  The distribution's local label where it has one, else what the
-        framework says of itself (:meth:`native_build`)."""
+        framework says of itself (:meth:`native_build`); read once per adapter, like :attr:`version`."""
         version = distribution_version(self.distributions) or ""
         return split_build(version)[1] or self.native_build()
 

@@ -154,9 +154,12 @@ def _rounded(seconds: Any, digits: int) -> float | None:
 
 class Engine:
     def __init__(self, pool: WorkerPool | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 keeps_programs: bool = False) -> None:
+                 keeps_programs: bool = False, keeps_compiled: bool = True) -> None:
         self.pool = pool or WorkerPool()
         self.timeout = timeout
+        #: Whether a cell's worker takes the cell's program compiled from the cache, and keeps it there
+        #: (workers/compiled.py): right for a catalogue, run again and again; a fuzzer's programs run once.
+        self.keeps_compiled = keeps_compiled
         #: Whether each cell's worker also writes the cell's reproducer, which the cell's result then carries
         #: (``program``): a run that keeps its programs (records/programs.py) gets them as its cells end.
         self.keeps_programs = keeps_programs
@@ -363,7 +366,9 @@ class Engine:
 
     def _send_cell(self, key: tuple[str, str, str, str], case: Case, framework: str, device: str,
                    mode: str) -> Ticket:
-        request = {"cmd": "run", "device": device, "mode": mode}
+        request: dict[str, Any] = {"cmd": "run", "device": device, "mode": mode}
+        if self.keeps_compiled:
+            request["keep_compiled"] = True
         if self._keeps(framework):
             kept = self._kept_programs().kept(case, framework, device, mode)
             if kept is None:

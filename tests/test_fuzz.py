@@ -296,9 +296,11 @@ def test_the_cases_a_run_writes_reproduce_through_conformance_run(bounded_run, t
 
 @needs_framework
 def test_the_command_reports_throughput_and_findings(tmp_path: Path) -> None:
-    report_file = tmp_path / "report.json"
-    run = run_cli(Path.cwd(), "fuzz", "--budget", "12", "--seed", "2", "--no-write", "--report", str(report_file))
+    report_file, cache = tmp_path / "report.json", tmp_path / "cache"
+    run = run_cli(Path.cwd(), "fuzz", "--budget", "12", "--seed", "2", "--no-write", "--report", str(report_file),
+                  env={"CONFORMANCE_CACHE_DIR": str(cache)})
     assert run.returncode in (0, 1), run.stderr[-2000:]
+    assert not (cache / "compiled").exists()  # a generated program runs once: none is kept compiled
     assert "programs/s" in run.stdout and "found:" in run.stdout
     data = json.loads(report_file.read_text())
     assert data["ran"] == 12 and data["seed"] == 2 and data["budget"] == 12

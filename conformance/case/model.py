@@ -157,7 +157,9 @@ class Case:
 
 def case_from_message(message: Mapping[str, Any]) -> Case:
     """The case a :meth:`Case.to_message` carries (only ever from the process that started this one)."""
-    case = pickle.loads(base64.b64decode(message["case"]))
+    data = base64.b64decode(message["case"])
+    case = pickle.loads(data)
     if not isinstance(case, Case):
         raise TypeError(f"the message carries a {type(case).__name__}, not a case")
+    case.__dict__["_pickled"] = data  # what Case.pickled() would make again: these very bytes
     return case

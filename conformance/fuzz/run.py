@@ -65,7 +65,7 @@ class Runner:
     def start(self) -> dict[str, str]:
         """Start the workers and the reference service (their imports overlap what comes next); return the
         framework versions."""
-        self.engine = Engine(timeout=self.timeout)
+        self.engine = Engine(timeout=self.timeout, keeps_compiled=False)  # each program runs once: none kept
         self.engine.start(self.frameworks)
         self._sent = 0
         return dict(self.versions)

@@ -33,6 +33,7 @@ from conformance.ops import OBSERVATIONS
 from conformance.ops.observations import MAX_OBSERVED_ELEMENTS
 from conformance.program.check import bound_names
 from conformance.workers.arrays import pack
+from conformance.workers.compiled import at_file, compile_program, harness_program, keep
 from conformance.workers.isolated import in_fork
 from conformance.workers.faults import out_of_memory
 from conformance.workers.visibility import hidden_by
@@ -245,14 +246,17 @@ def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any
     if problem:
         return {"status": "skipped", "reason": problem}
     mode = request.get("mode", "eager")
+    kept = bool(request.get("keep_compiled"))  # the engine's say (a fuzzer's programs run once)
     try:
-        program = adapter.program(case, device, harness=True, mode=mode)
+        program, code = (harness_program(adapter, case, device, mode) if kept
+                         else (adapter.program(case, device, harness=True, mode=mode), None))
     except ConversionFailed as exc:  # the converter's own failure on the program: what its user meets
         return {"status": "raised", "step": 0, "iteration": [], "exception": {
             "type": _type_name(exc.__cause__ or exc), "message": str(exc)[:4000], "kind": "other",
             "phase": "conversion"}, "observations": [], "warnings": []}
     if program.unsupported:
         return {"status": "unsupported", "reason": program.unsupported, "step": program.unsupported_step}
+    fresh = code is None  # written just now: compiled below, and kept once it ran (compiled.py)
     compilers = dict.fromkeys(([mode] if mode != "eager" else []) + list(program.compiles))
     broken = next(filter(None, (adapter.compile_problem(m, device) for m in compilers)), None)
     if broken is not None:  # a compiler that cannot compile the simplest program runs no case
@@ -270,7 +274,8 @@ def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any
         warnings.simplefilter("always")
         warnings.showwarning = run.warned
         try:
-            exec(compile(program.source, filename, "exec"), namespace)
+            code = compile_program(program.source, filename) if fresh else at_file(code, filename)
+            exec(code, namespace)  # a kept program's code, placed at this file: as if compiled from it
         except HarnessFault as exc:
             reply = {"status": "error", "message": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - whatever the framework raised is the finding
@@ -285,6 +290,8 @@ def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any
                              f"adapter"}
     reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
                  run_seconds=time.perf_counter() - started)
+    if kept and fresh and code is not None:  # it compiled: the next run of the cell neither writes nor compiles it
+        keep(adapter, case, device, mode, program, code)
     if run.ignored_warnings:
         reply["ignored_warnings"] = run.ignored_warnings
     if program.conversion is not None:
