@@ -246,9 +246,9 @@ def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any
     if problem:
         return {"status": "skipped", "reason": problem}
     mode = request.get("mode", "eager")
-    kept = bool(request.get("keep_compiled"))  # the engine's say (a fuzzer's programs run once)
+    keeps_compiled = bool(request.get("keep_compiled"))  # the engine's say (a fuzzer's programs run once)
     try:
-        program, code = (harness_program(adapter, case, device, mode) if kept
+        program, code = (harness_program(adapter, case, device, mode) if keeps_compiled
                          else (adapter.program(case, device, harness=True, mode=mode), None))
     except ConversionFailed as exc:  # the converter's own failure on the program: what its user meets
         return {"status": "raised", "step": 0, "iteration": [], "exception": {
@@ -290,7 +290,7 @@ def _run(adapter: Adapter, request: dict[str, Any], case: Case) -> dict[str, Any
                              f"adapter"}
     reply.update(observations=run.observations, warnings=run.warnings, native_output=output.text,
                  run_seconds=time.perf_counter() - started)
-    if kept and fresh and code is not None:  # it compiled: the next run of the cell neither writes nor compiles it
+    if keeps_compiled and fresh and code is not None:  # it compiled: the next run of the cell takes it as it is
         keep(adapter, case, device, mode, program, code)
     if run.ignored_warnings:
         reply["ignored_warnings"] = run.ignored_warnings
