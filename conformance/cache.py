@@ -120,6 +120,12 @@ def _mac(key: bytes, data: bytes) -> bytes:
     return hmac.digest(key, data, "sha256").hex().encode("ascii")
 
 
+def name_part(text: str) -> str:
+    """*text* as part of a cache file's name: a framework version such as ``2.13.0+cpu`` keeps its letters,
+    digits and ``-._``, every other character an underscore."""
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)
+
+
 def read_sealed(path: str | os.PathLike[str]) -> bytes | None:
     """What :func:`write_sealed` kept at *path*, or None: nothing there, unreadable, or not sealed by this
     user (planted or edited)."""

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any, Callable, Iterable
 
-from conformance.cache import code_folder, read_sealed, write_sealed
+from conformance.cache import code_folder, name_part, read_sealed, write_sealed
 from conformance.case.model import Case
 
 __all__ = ["Rendered", "RunPrograms", "answer", "case_key", "render_all", "sent_to"]
@@ -41,7 +41,7 @@ class Rendered:
 
     def __init__(self, framework: str, version: str | None, device: str, mode: str) -> None:
         column = f"{framework}-{version or 'unknown'}-{device}-{mode}"
-        self._prefix = "".join(c if c.isalnum() or c in "-._" else "_" for c in column)
+        self._prefix = name_part(column)
         self._folder: str | None = None  # worked out once: a run asks for every cell
 
     def path(self, key: str) -> str:

@@ -21,14 +21,14 @@ is code, as a ``.pyc`` is, and runs only when the entry's seal is the user's own
 from __future__ import annotations
 
 import functools
-import hashlib
 import marshal
 import os
 from types import CodeType
 from typing import Any
 
-from conformance.cache import code_folder, read_sealed, write_sealed
+from conformance.cache import code_folder, name_part, read_sealed, write_sealed
 from conformance.case.model import Case
+from conformance.program.rendered import case_key
 from conformance.program.writer import Program
 
 __all__ = ["at_file", "compile_program", "harness_program", "keep"]
@@ -65,7 +65,7 @@ def harness_program(adapter: Adapter, case: Case, device: str, mode: str) -> tup
 def keep(adapter: Adapter, case: Case, device: str, mode: str, program: Program, code: CodeType) -> None:
     """Keep a cell's program and its code for the next run; one that cannot be kept is written afresh then."""
     path = _entry_path(adapter, case, device, mode)
-    if path is None or program.unsupported is not None or program.conversion is not None:
+    if path is None or program.unsupported is not None:
         return
     fields = (program.head, program.helpers, program.body, program.harness, program.labels, program.compiles)
     try:
@@ -89,12 +89,11 @@ def _entry_path(adapter: Adapter, case: Case, device: str, mode: str) -> str | N
     if adapter.isolated or adapter.converter is not None:
         return None
     column = _column(adapter.name, adapter.version, adapter.build, device, mode)
-    return os.path.join(code_folder("compiled"), f"{column}-{hashlib.sha256(case.pickled()).hexdigest()[:40]}")
+    return os.path.join(code_folder("compiled"), f"{column}-{case_key(case)}")  # the key show's programs have
 
 
 @functools.lru_cache(maxsize=64)
 def _column(framework: str, version: str, build: str, device: str, mode: str) -> str:
     import numpy
 
-    name = f"{framework}-{version}-{build}-numpy{numpy.__version__}-{device}-{mode}"
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in name)
+    return name_part(f"{framework}-{version}-{build}-numpy{numpy.__version__}-{device}-{mode}")
